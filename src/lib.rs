@@ -1,1 +1,10 @@
+//! eval-admission: an admission webhook in front of Kueue for evaluation and
+//! benchmark workloads. See README.md for the rules and how to run it.
 
+pub mod admission;
+pub mod cli;
+pub mod cluster;
+pub mod config;
+pub mod error;
+pub mod rules;
+pub mod workload;

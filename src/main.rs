@@ -1,1 +1,60 @@
-fn main(){}
+//! Wiring only: parse the command line, run the command, map the result to an exit status.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "eval-admission",
+    version,
+    about = "Admission webhook in front of Kueue for evaluation workloads"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Review one request offline, as the API server's admission chain would.
+    /// Exit status: 0 allowed, 1 denied, 2 unusable input.
+    Review {
+        /// Cluster state: multi-document YAML of Namespaces, Kueue objects, PriorityClasses, CRDs.
+        #[arg(long)]
+        cluster: PathBuf,
+        /// Policy configuration file (YAML); defaults apply without it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// An AdmissionReview (JSON or YAML) or a bare Job or JobSet manifest.
+        request: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Review {
+            cluster,
+            config,
+            request,
+        } => match eval_admission::cli::review(&cluster, config.as_deref(), &request) {
+            Ok(report) => {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report.output).unwrap_or_default()
+                );
+                if report.allowed {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Err(error) => {
+                eprintln!("eval-admission: {error}");
+                ExitCode::from(2)
+            }
+        },
+    }
+}

@@ -1,0 +1,90 @@
+//! Encoding the AdmissionReview response. Shared by the server and `review`, so
+//! what the offline command prints is byte for byte what the server sends.
+
+use base64::Engine;
+use serde::Serialize;
+
+use super::Decision;
+use crate::admission::request::API_VERSION;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReviewOut<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    response: ResponseOut<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResponseOut<'a> {
+    uid: &'a str,
+    allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<StatusOut<'a>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
+    audit_annotations: AuditAnnotations<'a>,
+}
+
+/// A metav1.Status, as the API server relays it to the client on a denial.
+#[derive(Serialize)]
+struct StatusOut<'a> {
+    status: &'static str,
+    code: u16,
+    reason: &'static str,
+    message: &'a str,
+}
+
+/// Recorded in the API server's audit log, prefixed with the webhook's name.
+#[derive(Serialize)]
+struct AuditAnnotations<'a> {
+    decision: &'static str,
+    reason: &'a str,
+}
+
+/// The status code of every policy denial: the request is understood and refused.
+pub const DENIAL_CODE: u16 = 403;
+
+pub fn encode(uid: &str, decision: &Decision) -> Vec<u8> {
+    let patch = (!decision.patch.0.is_empty()).then(|| {
+        let json = serde_json::to_vec(&decision.patch).expect("a JSON patch always serializes");
+        base64::engine::general_purpose::STANDARD.encode(json)
+    });
+    let status = decision
+        .message
+        .as_deref()
+        .filter(|_| !decision.allowed)
+        .map(|message| StatusOut {
+            status: "Failure",
+            code: DENIAL_CODE,
+            reason: "Forbidden",
+            message,
+        });
+    let review = ReviewOut {
+        api_version: API_VERSION,
+        kind: "AdmissionReview",
+        response: ResponseOut {
+            uid,
+            allowed: decision.allowed,
+            patch_type: patch.as_ref().map(|_| "JSONPatch"),
+            patch,
+            status,
+            warnings: &decision.warnings,
+            audit_annotations: AuditAnnotations {
+                decision: decision.verdict(),
+                reason: decision.reason.as_str(),
+            },
+        },
+    };
+    serde_json::to_vec(&review).expect("an AdmissionReview response always serializes")
+}
+
+/// An allow for any request, echoing its uid: the `serve --noop` baseline.
+pub fn encode_allow(uid: &str) -> Vec<u8> {
+    encode(uid, &Decision::allow(crate::rules::Reason::NotAWorkload))
+}

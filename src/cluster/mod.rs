@@ -1,0 +1,211 @@
+//! The cluster view: what the rules may know about the cluster.
+//!
+//! [`ClusterView`] is the lookup interface the rules are written against.
+//! [`ClusterState`] implements it with plain maps; it is filled either from a
+//! state file ([`state_file`]) or, in a cluster, by watch caches ([`watch`]).
+
+pub mod objects;
+pub mod state_file;
+pub mod watch;
+
+use std::collections::{BTreeMap, HashMap};
+
+pub use objects::{
+    ClusterObject, ClusterQueue, Cohort, LocalQueue, NamespaceInfo, PriorityClass,
+    ReclaimWithinCohort, StopPolicy, WithinClusterQueue,
+};
+
+/// Read-only lookups the rules need. Implementations answer from memory: no
+/// method may block on the network.
+pub trait ClusterView {
+    fn kueue_installed(&self) -> bool;
+    fn namespace(&self, name: &str) -> Option<&NamespaceInfo>;
+    fn local_queue(&self, namespace: &str, name: &str) -> Option<&LocalQueue>;
+    /// The LocalQueues of a namespace, by name.
+    fn local_queues(&self, namespace: &str) -> Box<dyn Iterator<Item = (&str, &LocalQueue)> + '_>;
+    fn cluster_queue(&self, name: &str) -> Option<&ClusterQueue>;
+    fn cluster_queues(&self) -> Box<dyn Iterator<Item = (&str, &ClusterQueue)> + '_>;
+    fn cohort(&self, name: &str) -> Option<&Cohort>;
+    fn workload_priority_class(&self, name: &str) -> Option<i32>;
+    fn workload_priority_classes(&self) -> Box<dyn Iterator<Item = (&str, i32)> + '_>;
+    fn priority_class(&self, name: &str) -> Option<&PriorityClass>;
+    fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_>;
+}
+
+/// Counts of cached objects, for readiness and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObjectCounts {
+    pub namespaces: usize,
+    pub local_queues: usize,
+    pub cluster_queues: usize,
+    pub cohorts: usize,
+    pub workload_priority_classes: usize,
+    pub priority_classes: usize,
+}
+
+/// The cluster objects the rules read, pruned, indexed for the lookups above.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterState {
+    /// Set when the LocalQueue CRD is present (or any Kueue object was seen).
+    pub kueue_installed: bool,
+    namespaces: HashMap<String, NamespaceInfo>,
+    /// namespace -> name -> LocalQueue; sorted by name so listings are stable.
+    local_queues: HashMap<String, BTreeMap<String, LocalQueue>>,
+    cluster_queues: BTreeMap<String, ClusterQueue>,
+    cohorts: HashMap<String, Cohort>,
+    workload_priority_classes: BTreeMap<String, i32>,
+    priority_classes: BTreeMap<String, PriorityClass>,
+}
+
+impl ClusterState {
+    /// Adds or replaces one object.
+    pub fn apply(&mut self, object: ClusterObject) {
+        match object {
+            ClusterObject::Namespace { name, info } => {
+                self.namespaces.insert(name, info);
+            }
+            ClusterObject::LocalQueue {
+                namespace,
+                name,
+                queue,
+            } => {
+                self.kueue_installed = true;
+                self.local_queues
+                    .entry(namespace)
+                    .or_default()
+                    .insert(name, queue);
+            }
+            ClusterObject::ClusterQueue { name, queue } => {
+                self.kueue_installed = true;
+                self.cluster_queues.insert(name, queue);
+            }
+            ClusterObject::Cohort { name, cohort } => {
+                self.kueue_installed = true;
+                self.cohorts.insert(name, cohort);
+            }
+            ClusterObject::WorkloadPriorityClass { name, value } => {
+                self.kueue_installed = true;
+                self.workload_priority_classes.insert(name, value);
+            }
+            ClusterObject::PriorityClass { name, class } => {
+                self.priority_classes.insert(name, class);
+            }
+            ClusterObject::OtherKueueObject => self.kueue_installed = true,
+            ClusterObject::Crd { name } => {
+                if name == objects::LOCAL_QUEUE_CRD {
+                    self.kueue_installed = true;
+                }
+            }
+        }
+    }
+
+    pub fn remove_namespace(&mut self, name: &str) {
+        self.namespaces.remove(name);
+    }
+
+    pub fn remove_local_queue(&mut self, namespace: &str, name: &str) {
+        if let Some(queues) = self.local_queues.get_mut(namespace) {
+            queues.remove(name);
+            if queues.is_empty() {
+                self.local_queues.remove(namespace);
+            }
+        }
+    }
+
+    pub fn remove_cluster_queue(&mut self, name: &str) {
+        self.cluster_queues.remove(name);
+    }
+
+    pub fn remove_cohort(&mut self, name: &str) {
+        self.cohorts.remove(name);
+    }
+
+    pub fn remove_workload_priority_class(&mut self, name: &str) {
+        self.workload_priority_classes.remove(name);
+    }
+
+    pub fn remove_priority_class(&mut self, name: &str) {
+        self.priority_classes.remove(name);
+    }
+
+    /// Drops every Kueue object: used when the Kueue CRDs disappear.
+    pub fn clear_kueue(&mut self) {
+        self.kueue_installed = false;
+        self.local_queues.clear();
+        self.cluster_queues.clear();
+        self.cohorts.clear();
+        self.workload_priority_classes.clear();
+    }
+
+    pub fn counts(&self) -> ObjectCounts {
+        ObjectCounts {
+            namespaces: self.namespaces.len(),
+            local_queues: self.local_queues.values().map(BTreeMap::len).sum(),
+            cluster_queues: self.cluster_queues.len(),
+            cohorts: self.cohorts.len(),
+            workload_priority_classes: self.workload_priority_classes.len(),
+            priority_classes: self.priority_classes.len(),
+        }
+    }
+}
+
+impl ClusterView for ClusterState {
+    fn kueue_installed(&self) -> bool {
+        self.kueue_installed
+    }
+
+    fn namespace(&self, name: &str) -> Option<&NamespaceInfo> {
+        self.namespaces.get(name)
+    }
+
+    fn local_queue(&self, namespace: &str, name: &str) -> Option<&LocalQueue> {
+        self.local_queues.get(namespace)?.get(name)
+    }
+
+    fn local_queues(&self, namespace: &str) -> Box<dyn Iterator<Item = (&str, &LocalQueue)> + '_> {
+        match self.local_queues.get(namespace) {
+            Some(queues) => Box::new(queues.iter().map(|(name, queue)| (name.as_str(), queue))),
+            None => Box::new(std::iter::empty()),
+        }
+    }
+
+    fn cluster_queue(&self, name: &str) -> Option<&ClusterQueue> {
+        self.cluster_queues.get(name)
+    }
+
+    fn cluster_queues(&self) -> Box<dyn Iterator<Item = (&str, &ClusterQueue)> + '_> {
+        Box::new(
+            self.cluster_queues
+                .iter()
+                .map(|(name, queue)| (name.as_str(), queue)),
+        )
+    }
+
+    fn cohort(&self, name: &str) -> Option<&Cohort> {
+        self.cohorts.get(name)
+    }
+
+    fn workload_priority_class(&self, name: &str) -> Option<i32> {
+        self.workload_priority_classes.get(name).copied()
+    }
+
+    fn workload_priority_classes(&self) -> Box<dyn Iterator<Item = (&str, i32)> + '_> {
+        Box::new(
+            self.workload_priority_classes
+                .iter()
+                .map(|(name, value)| (name.as_str(), *value)),
+        )
+    }
+
+    fn priority_class(&self, name: &str) -> Option<&PriorityClass> {
+        self.priority_classes.get(name)
+    }
+
+    fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_> {
+        Box::new(
+            self.priority_classes
+                .iter()
+                .map(|(name, class)| (name.as_str(), class)),
+        )
+    }
+}

@@ -1,0 +1,177 @@
+//! The cluster state file: multi-document YAML (or JSON) of cluster objects, as
+//! `kubectl get -o yaml` prints them (`kind: List` documents are unpacked).
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::ClusterState;
+use super::objects::{self, ClusterObject};
+use crate::error::Error;
+
+/// Reads and decodes a state file.
+pub fn load(path: &Path) -> Result<ClusterState, Error> {
+    let bytes =
+        std::fs::read(path).map_err(|e| Error::StateFile(format!("{}: {e}", path.display())))?;
+    parse(&bytes).map_err(|message| Error::StateFile(format!("{}: {message}", path.display())))
+}
+
+/// Decodes a state file's contents; the error says which document is wrong and why.
+pub fn parse(bytes: &[u8]) -> Result<ClusterState, String> {
+    let mut state = ClusterState::default();
+    for (index, document) in documents(bytes)?.into_iter().enumerate() {
+        let position = index + 1;
+        for object in unpack_lists(document) {
+            match decode_document(object) {
+                Ok(Some(decoded)) => state.apply(decoded),
+                Ok(None) => {}
+                Err(message) => return Err(format!("document {position}: {message}")),
+            }
+        }
+    }
+    Ok(state)
+}
+
+/// Splits multi-document YAML into JSON values, skipping empty documents.
+pub fn documents(bytes: &[u8]) -> Result<Vec<Value>, String> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| "not UTF-8 text (is this a binary file?)".to_string())?;
+    let mut values = Vec::new();
+    for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let value = Value::deserialize(document)
+            .map_err(|e| format!("document {}: not valid YAML: {e}", index + 1))?;
+        if !value.is_null() {
+            values.push(value);
+        }
+    }
+    Ok(values)
+}
+
+fn unpack_lists(document: Value) -> Vec<Value> {
+    let is_list = document
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind == "List" || kind.ends_with("List"));
+    match document {
+        Value::Object(mut map) if is_list => match map.remove("items") {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        },
+        other => vec![other],
+    }
+}
+
+fn decode_document(object: Value) -> Result<Option<ClusterObject>, String> {
+    let Value::Object(map) = &object else {
+        return Err("not a Kubernetes object (expected a mapping with apiVersion and kind)".into());
+    };
+    let api_version = map
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let kind = map
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if api_version.is_empty() || kind.is_empty() {
+        return Err("object without apiVersion or kind".into());
+    }
+    match objects::decode(&api_version, &kind, object).map_err(|e| e.to_string())? {
+        Some(decoded) => Ok(Some(decoded)),
+        None if matches!(kind.as_str(), "Job" | "JobSet") => Err(format!(
+            "{kind} is a workload, not cluster state: pass it as the REQUEST argument"
+        )),
+        None => Err(format!(
+            "unsupported kind {api_version} {kind}: the state file holds Namespaces, LocalQueues, ClusterQueues, \
+             Cohorts, WorkloadPriorityClasses, PriorityClasses and CustomResourceDefinitions"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::ClusterView;
+
+    #[test]
+    fn reads_documents_lists_and_both_kueue_versions() {
+        let state = parse(
+            br#"
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: team-a
+  annotations:
+    kueue.x-k8s.io/default-queue-name: eval-queue
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: kueue.x-k8s.io/v1beta1
+  kind: LocalQueue
+  metadata: {name: eval-queue, namespace: team-a}
+  spec: {clusterQueue: team-a-cq}
+- apiVersion: kueue.x-k8s.io/v1beta2
+  kind: ClusterQueue
+  metadata: {name: team-a-cq}
+  spec: {cohortName: research}
+---
+"#,
+        )
+        .unwrap();
+        assert!(state.kueue_installed());
+        assert_eq!(
+            state.namespace("team-a").unwrap().default_queue.as_deref(),
+            Some("eval-queue")
+        );
+        assert_eq!(
+            state
+                .local_queue("team-a", "eval-queue")
+                .unwrap()
+                .cluster_queue,
+            "team-a-cq"
+        );
+        assert_eq!(
+            state.cluster_queue("team-a-cq").unwrap().cohort.as_deref(),
+            Some("research")
+        );
+    }
+
+    #[test]
+    fn kueue_counts_as_installed_from_its_crd_alone() {
+        let state = parse(b"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: localqueues.kueue.x-k8s.io}\n").unwrap();
+        assert!(state.kueue_installed());
+        let state = parse(b"apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n").unwrap();
+        assert!(!state.kueue_installed());
+    }
+
+    #[test]
+    fn bad_files_say_what_is_wrong() {
+        let cases: [(&[u8], &str); 5] = [
+            (
+                b"apiVersion: v1\nkind: Namespace\nmetadata: {name: [",
+                "not valid YAML",
+            ),
+            (b"\xff\xfe\x00garbage", "not UTF-8"),
+            (
+                b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n",
+                "unsupported kind",
+            ),
+            (
+                b"apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\n",
+                "pass it as the REQUEST",
+            ),
+            (b"- just\n- a list\n", "not a Kubernetes object"),
+        ];
+        for (input, expected) in cases {
+            let error = parse(input).unwrap_err();
+            assert!(
+                error.contains(expected),
+                "{error:?} should mention {expected:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Watch caches of the cluster objects: filled in by the live server (see server/).

@@ -1,0 +1,320 @@
+//! Which LocalQueue a workload goes to, and whether that queue can ever admit it.
+
+use super::{Denial, Reason, Subject, join};
+use crate::cluster::{ClusterView, StopPolicy};
+use crate::workload::{DEFAULT_QUEUE_ANNOTATION, QUEUE_NAME_LABEL};
+
+/// The LocalQueue Kueue's own defaulting uses when nothing else names one.
+pub const DEFAULT_LOCAL_QUEUE: &str = "default";
+
+/// Where a queue name came from; messages tell the user which knob to turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueSource {
+    Label,
+    NamespaceAnnotation,
+    DefaultLocalQueue,
+}
+
+impl QueueSource {
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Label => "label kueue.x-k8s.io/queue-name",
+            Self::NamespaceAnnotation => "namespace annotation kueue.x-k8s.io/default-queue-name",
+            Self::DefaultLocalQueue => "the namespace's LocalQueue named 'default'",
+        }
+    }
+}
+
+/// The queue a new workload should carry: its own label, else the namespace
+/// annotation, else a LocalQueue named `default`. `Ok(None)`: it bypasses Kueue.
+pub fn resolve(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+) -> Result<Option<(String, QueueSource)>, Denial> {
+    if let Some(name) = subject.workload.queue_name() {
+        return Ok(Some((name.to_string(), QueueSource::Label)));
+    }
+    let annotated = view
+        .namespace(subject.namespace)
+        .and_then(|ns| ns.default_queue.as_deref());
+    if let Some(name) = annotated {
+        if !is_valid_queue_name(name) {
+            return Err(Denial::new(
+                Reason::InvalidDefaultQueue,
+                format!(
+                    "{subject} cannot be queued: namespace '{ns}' has annotation {DEFAULT_QUEUE_ANNOTATION}='{name}', \
+                     which is not a valid LocalQueue name (lowercase letters, digits, '-' and '.', at most 63 characters). \
+                     Ask the namespace owner to fix the annotation, or set label {QUEUE_NAME_LABEL} on the workload.",
+                    ns = subject.namespace
+                ),
+            ));
+        }
+        return Ok(Some((name.to_string(), QueueSource::NamespaceAnnotation)));
+    }
+    if view
+        .local_queue(subject.namespace, DEFAULT_LOCAL_QUEUE)
+        .is_some()
+    {
+        return Ok(Some((
+            DEFAULT_LOCAL_QUEUE.to_string(),
+            QueueSource::DefaultLocalQueue,
+        )));
+    }
+    Ok(None)
+}
+
+/// The warning for a workload that ends up with no queue at all.
+pub fn bypass_warning(subject: Subject<'_>) -> String {
+    format!(
+        "{subject} has no {QUEUE_NAME_LABEL} label and namespace '{ns}' sets no default queue: it bypasses Kueue \
+         and runs without quota. Set the label or annotate the namespace with {DEFAULT_QUEUE_ANNOTATION}.",
+        ns = subject.namespace
+    )
+}
+
+/// Checks that the named LocalQueue can admit the workload. A missing queue is a
+/// denial (the workload would stay suspended forever); a held queue or a missing
+/// ClusterQueue is a warning (someone can still fix it without a resubmit).
+pub fn check_local_queue(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    queue: &str,
+    source: QueueSource,
+) -> Result<Vec<String>, Denial> {
+    let namespace = subject.namespace;
+    if !view.kueue_installed() {
+        return Err(Denial::new(
+            Reason::KueueNotInstalled,
+            format!(
+                "Kueue is not installed, but LocalQueue '{queue}' was explicitly requested by {subject} ({}). \
+                 Without Kueue it would stay suspended forever. Remove the label to run without Kueue, \
+                 or ask the cluster administrator to install Kueue.",
+                source.describe()
+            ),
+        ));
+    }
+    let Some(local_queue) = view.local_queue(namespace, queue) else {
+        return Err(missing_local_queue(view, subject, queue, source));
+    };
+    let mut warnings = Vec::new();
+    match local_queue.stop_policy {
+        StopPolicy::None => {}
+        StopPolicy::Hold => warnings.push(format!(
+            "LocalQueue '{queue}' in namespace '{namespace}' has stopPolicy Hold: Kueue admits nothing new from it \
+             until its owner sets stopPolicy None."
+        )),
+        StopPolicy::HoldAndDrain => warnings.push(format!(
+            "LocalQueue '{queue}' in namespace '{namespace}' has stopPolicy HoldAndDrain: Kueue admits nothing from it \
+             and evicts what it admitted, until its owner sets stopPolicy None."
+        )),
+    }
+    if !local_queue.cluster_queue.is_empty()
+        && view.cluster_queue(&local_queue.cluster_queue).is_none()
+    {
+        warnings.push(format!(
+            "LocalQueue '{queue}' in namespace '{namespace}' points to ClusterQueue '{}', which does not exist: \
+             the workload waits until a cluster administrator creates it.",
+            local_queue.cluster_queue
+        ));
+    }
+    Ok(warnings)
+}
+
+fn missing_local_queue(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    queue: &str,
+    source: QueueSource,
+) -> Denial {
+    let namespace = subject.namespace;
+    let existing = closest_first(queue, view.local_queues(namespace).map(|(name, _)| name));
+    let fix_source = match source {
+        QueueSource::Label => format!("set label {QUEUE_NAME_LABEL} to one of them"),
+        QueueSource::NamespaceAnnotation => {
+            format!(
+                "ask the namespace owner to point annotation {DEFAULT_QUEUE_ANNOTATION} at one of them"
+            )
+        }
+        QueueSource::DefaultLocalQueue => "use one of them".to_string(),
+    };
+    let choices = if existing.is_empty() {
+        format!(
+            "Namespace '{namespace}' has no LocalQueues. Ask the namespace owner to create LocalQueue '{queue}'."
+        )
+    } else {
+        format!(
+            "LocalQueues in '{namespace}': {}. To fix: {fix_source}, or ask the namespace owner to create \
+             LocalQueue '{queue}'.",
+            join(&existing)
+        )
+    };
+    Denial::new(
+        Reason::MissingLocalQueue,
+        format!(
+            "{subject} names LocalQueue '{queue}' ({}), which does not exist in namespace '{namespace}', \
+             so Kueue would keep it suspended forever. {choices}",
+            source.describe()
+        ),
+    )
+}
+
+/// Names sorted by edit distance to `wanted`, then alphabetically: the likely typo first.
+pub fn closest_first<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut ranked: Vec<(usize, &str)> = names
+        .map(|name| (edit_distance(wanted, name), name))
+        .collect();
+    ranked.sort();
+    ranked.into_iter().map(|(_, name)| name).collect()
+}
+
+/// Levenshtein distance over chars; names are short, so the two-row table is plenty.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        current[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[b.len()]
+}
+
+/// A LocalQueue name usable as a label value: a DNS-1123 subdomain of at most 63 characters.
+pub fn is_valid_queue_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && alnum(&bytes[0])
+        && alnum(&bytes[bytes.len() - 1])
+        && bytes.iter().all(|b| alnum(b) || *b == b'-' || *b == b'.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::fixtures::*;
+
+    #[test]
+    fn the_label_wins_then_the_annotation_then_the_default_queue() {
+        let state = seed_state();
+        let labelled = evalhub_job("team-a-namespace", Some("eval-queue"));
+        assert_eq!(
+            resolve(&state, job_subject(&labelled)).unwrap(),
+            Some(("eval-queue".into(), QueueSource::Label))
+        );
+        let unlabelled = evalhub_job("team-a-namespace", None);
+        assert_eq!(
+            resolve(&state, job_subject(&unlabelled)).unwrap(),
+            Some(("eval-queue".into(), QueueSource::NamespaceAnnotation))
+        );
+        let in_defaulted = evalhub_job("defaulted", None);
+        assert_eq!(
+            resolve(&state, job_subject(&in_defaulted)).unwrap(),
+            Some(("default".into(), QueueSource::DefaultLocalQueue))
+        );
+        let in_plain = evalhub_job("plain", None);
+        assert_eq!(resolve(&state, job_subject(&in_plain)).unwrap(), None);
+    }
+
+    #[test]
+    fn an_invalid_annotation_is_refused_not_copied_into_a_label() {
+        let state = state_with(&[
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: odd\n  annotations:\n    kueue.x-k8s.io/default-queue-name: Eval_Queue\n",
+        ]);
+        let job = evalhub_job("odd", None);
+        let denial = resolve(&state, job_subject(&job)).unwrap_err();
+        assert_eq!(denial.reason, Reason::InvalidDefaultQueue);
+        assert!(
+            denial.message.contains("'Eval_Queue'"),
+            "{}",
+            denial.message
+        );
+    }
+
+    #[test]
+    fn a_missing_queue_lists_the_existing_ones_closest_first() {
+        let state = seed_state();
+        let job = evalhub_job("team-a-namespace", Some("eval-queu"));
+        let denial = check_local_queue(&state, job_subject(&job), "eval-queu", QueueSource::Label)
+            .unwrap_err();
+        assert_eq!(denial.reason, Reason::MissingLocalQueue);
+        assert_eq!(
+            denial.message,
+            "Job team-a-namespace/evalhub-3f2a names LocalQueue 'eval-queu' (label kueue.x-k8s.io/queue-name), which \
+             does not exist in namespace 'team-a-namespace', so Kueue would keep it suspended forever. LocalQueues in \
+             'team-a-namespace': eval-queue, held-queue, orphan-queue, shared-queue. To fix: set label kueue.x-k8s.io/queue-name \
+             to one of them, or ask the namespace owner to create LocalQueue 'eval-queu'."
+        );
+    }
+
+    #[test]
+    fn a_missing_queue_in_an_empty_namespace_says_there_are_none() {
+        let state = seed_state();
+        let job = evalhub_job("plain", Some("aiperf-queue"));
+        let denial = check_local_queue(
+            &state,
+            job_subject(&job),
+            "aiperf-queue",
+            QueueSource::Label,
+        )
+        .unwrap_err();
+        assert!(denial.message.ends_with(
+            "Namespace 'plain' has no LocalQueues. Ask the namespace owner to create LocalQueue 'aiperf-queue'."
+        ));
+    }
+
+    #[test]
+    fn without_kueue_the_message_is_the_operator_preflight_one() {
+        let state =
+            state_with(&["apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a-namespace}\n"]);
+        let job = evalhub_job("team-a-namespace", Some("eval-queue"));
+        let denial = check_local_queue(&state, job_subject(&job), "eval-queue", QueueSource::Label)
+            .unwrap_err();
+        assert_eq!(denial.reason, Reason::KueueNotInstalled);
+        assert!(denial.message.starts_with(
+            "Kueue is not installed, but LocalQueue 'eval-queue' was explicitly requested"
+        ));
+    }
+
+    #[test]
+    fn held_queues_and_missing_cluster_queues_only_warn() {
+        let state = seed_state();
+        let job = evalhub_job("team-a-namespace", Some("held-queue"));
+        let held = state_with(&[
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: held, namespace: a}\nspec: {clusterQueue: team-a-cq, stopPolicy: Hold}\n",
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: team-a-cq}\n",
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: drained, namespace: a}\nspec: {clusterQueue: gone-cq, stopPolicy: HoldAndDrain}\n",
+        ]);
+        let job_a = evalhub_job("a", Some("held"));
+        let warnings =
+            check_local_queue(&held, job_subject(&job_a), "held", QueueSource::Label).unwrap();
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("stopPolicy Hold:"), "{warnings:?}");
+        let warnings =
+            check_local_queue(&held, job_subject(&job_a), "drained", QueueSource::Label).unwrap();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("HoldAndDrain"));
+        assert!(warnings[1].contains("ClusterQueue 'gone-cq', which does not exist"));
+        assert!(
+            check_local_queue(&state, job_subject(&job), "eval-queue", QueueSource::Label)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn edit_distance_and_names() {
+        assert_eq!(edit_distance("eval-queu", "eval-queue"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert!(is_valid_queue_name("eval-queue.v2"));
+        for bad in ["", "Eval", "-a", "a-", "a_b", &"a".repeat(64)] {
+            assert!(!is_valid_queue_name(bad), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Guards on UPDATE of an evaluation: nobody takes a queued workload out of
+//! Kueue's hands, and a changed queue or priority is checked like a new one.
+//!
+//! Fields the update leaves alone are not re-checked: a LocalQueue deleted after
+//! a Job was created must not wedge that Job's later updates (finalizers, Kueue's
+//! own admission writes).
+
+use super::{Denial, Reason, Subject, priority, queue, suspend};
+use crate::cluster::ClusterView;
+use crate::config::Config;
+use crate::workload::{QUEUE_NAME_LABEL, Workload};
+
+/// Checks an update of an evaluation; `Ok` carries warnings and whether anything
+/// the policy reads changed.
+pub fn check_update(
+    config: &Config,
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    old: &Workload,
+    username: &str,
+) -> Result<(Vec<String>, bool), Denial> {
+    let new = subject.workload;
+    let (old_queue, new_queue) = (old.queue_name(), new.queue_name());
+    if let (Some(was), None) = (old_queue, new_queue) {
+        return Err(Denial::new(
+            Reason::QueueLabelRemoved,
+            format!(
+                "{subject}: removing label {QUEUE_NAME_LABEL} (was '{was}') would let this evaluation run outside Kueue. \
+                 Keep the label; to run it differently, delete and recreate it."
+            ),
+        ));
+    }
+    if old_queue != new_queue && !old.is_suspended() {
+        return Err(Denial::new(
+            Reason::QueueChangedWhileRunning,
+            format!(
+                "{subject}: label {QUEUE_NAME_LABEL} cannot change from '{}' to '{}' while the workload is not \
+                 suspended. Delete and recreate it in the other queue.",
+                old_queue.unwrap_or(""),
+                new_queue.unwrap_or("")
+            ),
+        ));
+    }
+    suspend::check_unsuspend(config, subject, old, username)?;
+
+    let queue_changed = old_queue != new_queue;
+    let priority_changed = old.priority_class_label() != new.priority_class_label()
+        || old.pod_priority_classes() != new.pod_priority_classes();
+    let mut warnings = Vec::new();
+    if queue_changed {
+        if let Some(name) = new_queue {
+            warnings = queue::check_local_queue(view, subject, name, queue::QueueSource::Label)?;
+        }
+    }
+    if queue_changed || priority_changed {
+        let priority = priority::workload_priority(view, subject)?;
+        if let Some(name) = new_queue {
+            priority::check_preemption(view, subject, name, &priority)?;
+        }
+    }
+    Ok((warnings, queue_changed || priority_changed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::fixtures::*;
+
+    fn suspended(mut workload: Workload, suspend: bool) -> Workload {
+        workload.spec.get_or_insert_with(Default::default).suspend = Some(suspend);
+        workload
+    }
+
+    fn relabel(mut workload: Workload, key: &str, value: Option<&str>) -> Workload {
+        let labels = workload
+            .metadata
+            .labels
+            .get_or_insert_with(Default::default);
+        match value {
+            Some(value) => labels.insert(key.into(), value.into()),
+            None => labels.remove(key),
+        };
+        workload
+    }
+
+    #[test]
+    fn removing_the_queue_label_is_refused() {
+        let (config, state) = (Config::default(), seed_state());
+        let old = suspended(evalhub_job("team-a-namespace", Some("eval-queue")), true);
+        let new = relabel(old.clone(), QUEUE_NAME_LABEL, None);
+        let denial = check_update(&config, &state, job_subject(&new), &old, "alice").unwrap_err();
+        assert_eq!(denial.reason, Reason::QueueLabelRemoved);
+    }
+
+    #[test]
+    fn the_queue_may_change_only_while_suspended_and_only_to_a_queue_that_exists() {
+        let (config, state) = (Config::default(), seed_state());
+        let running = suspended(evalhub_job("team-a-namespace", Some("eval-queue")), false);
+        let moved = relabel(running.clone(), QUEUE_NAME_LABEL, Some("held-queue"));
+        let denial =
+            check_update(&config, &state, job_subject(&moved), &running, "alice").unwrap_err();
+        assert_eq!(denial.reason, Reason::QueueChangedWhileRunning);
+
+        let waiting = suspended(evalhub_job("team-a-namespace", Some("eval-queue")), true);
+        let to_held = relabel(waiting.clone(), QUEUE_NAME_LABEL, Some("held-queue"));
+        let (warnings, changed) =
+            check_update(&config, &state, job_subject(&to_held), &waiting, "alice").unwrap();
+        assert!(changed);
+        assert_eq!(warnings.len(), 1, "held queue warns: {warnings:?}");
+        let to_missing = relabel(waiting.clone(), QUEUE_NAME_LABEL, Some("nope"));
+        let denial =
+            check_update(&config, &state, job_subject(&to_missing), &waiting, "alice").unwrap_err();
+        assert_eq!(denial.reason, Reason::MissingLocalQueue);
+        let to_preemptive = relabel(waiting.clone(), QUEUE_NAME_LABEL, Some("shared-queue"));
+        let denial = check_update(
+            &config,
+            &state,
+            job_subject(&to_preemptive),
+            &waiting,
+            "alice",
+        )
+        .unwrap_err();
+        assert_eq!(denial.reason, Reason::Preemptible);
+    }
+
+    #[test]
+    fn switching_to_a_preemptible_or_missing_priority_is_refused() {
+        let (config, state) = (Config::default(), seed_state());
+        let old = suspended(
+            evalhub_job_with(
+                "team-a-namespace",
+                Some("shared-queue"),
+                &[("kueue.x-k8s.io/priority-class", "production")],
+            ),
+            true,
+        );
+        let lowered = relabel(
+            old.clone(),
+            "kueue.x-k8s.io/priority-class",
+            Some("experimental"),
+        );
+        assert_eq!(
+            check_update(&config, &state, job_subject(&lowered), &old, "alice")
+                .unwrap_err()
+                .reason,
+            Reason::Preemptible
+        );
+        let missing = relabel(old.clone(), "kueue.x-k8s.io/priority-class", Some("urgent"));
+        assert_eq!(
+            check_update(&config, &state, job_subject(&missing), &old, "alice")
+                .unwrap_err()
+                .reason,
+            Reason::MissingWorkloadPriorityClass
+        );
+        let raised = relabel(
+            old.clone(),
+            "kueue.x-k8s.io/priority-class",
+            Some("aiperf-high"),
+        );
+        assert!(check_update(&config, &state, job_subject(&raised), &old, "alice").is_ok());
+    }
+
+    #[test]
+    fn unrelated_updates_are_not_rechecked() {
+        let (config, state) = (Config::default(), seed_state());
+        // The queue was deleted after creation: a finalizer edit must still pass.
+        let old = suspended(evalhub_job("team-a-namespace", Some("deleted-queue")), true);
+        let new = relabel(old.clone(), "team", Some("a"));
+        let (warnings, changed) =
+            check_update(&config, &state, job_subject(&new), &old, "alice").unwrap();
+        assert!(warnings.is_empty() && !changed);
+        // Kueue's own unsuspend is fine.
+        let admitted = suspended(old.clone(), false);
+        assert!(
+            check_update(
+                &config,
+                &state,
+                job_subject(&admitted),
+                &old,
+                "system:serviceaccount:kueue-system:kueue-controller-manager"
+            )
+            .is_ok()
+        );
+    }
+}
