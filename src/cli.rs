@@ -18,33 +18,20 @@ pub struct ReviewReport {
     pub allowed: bool,
 }
 
-pub fn review(
-    cluster: &Path,
-    config: Option<&Path>,
-    request: &Path,
-) -> Result<ReviewReport, Error> {
+pub fn review(cluster: &Path, config: Option<&Path>, request: &Path) -> Result<ReviewReport, Error> {
     let config = Config::load(config)?;
     let state = state_file::load(cluster)?;
-    let bytes = std::fs::read(request)
-        .map_err(|e| Error::RequestFile(format!("{}: {e}", request.display())))?;
-    let review = admission_review(&bytes)
-        .map_err(|e| Error::RequestFile(format!("{}: {e}", request.display())))?;
+    let bytes = std::fs::read(request).map_err(|e| Error::RequestFile(format!("{}: {e}", request.display())))?;
+    let review = admission_review(&bytes).map_err(|e| Error::RequestFile(format!("{}: {e}", request.display())))?;
     review_value(&config, &state, review)
 }
 
 /// Runs the chain on an AdmissionReview value.
-pub fn review_value(
-    config: &Config,
-    state: &ClusterState,
-    mut review: Value,
-) -> Result<ReviewReport, Error> {
+pub fn review_value(config: &Config, state: &ClusterState, mut review: Value) -> Result<ReviewReport, Error> {
     let body = serde_json::to_vec(&review).map_err(|e| Error::RequestFile(e.to_string()))?;
     let mutating = admission::review(Webhook::Mutate, &body, config, state)?;
     let mutating_json = parse_body(&mutating.body);
-    let mut object = review
-        .pointer("/request/object")
-        .cloned()
-        .unwrap_or(Value::Null);
+    let mut object = review.pointer("/request/object").cloned().unwrap_or(Value::Null);
     if !mutating.decision.allowed {
         // The API server stops at the first denial: no validating call follows.
         return Ok(ReviewReport {
@@ -75,50 +62,25 @@ pub fn admission_review(bytes: &[u8]) -> Result<Value, String> {
         1 => documents.remove(0),
         0 => return Err("empty: expected an AdmissionReview or a Job or JobSet manifest".into()),
         n => {
-            return Err(format!(
-                "{n} documents: expected exactly one AdmissionReview, Job or JobSet"
-            ));
+            return Err(format!("{n} documents: expected exactly one AdmissionReview, Job or JobSet"));
         }
     };
-    let api_version = object
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let kind = object
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
     match (api_version, kind) {
         (admission::request::API_VERSION, "AdmissionReview") => {
-            if object
-                .pointer("/request/uid")
-                .and_then(Value::as_str)
-                .is_none()
-            {
+            if object.pointer("/request/uid").and_then(Value::as_str).is_none() {
                 return Err("AdmissionReview without request.uid".into());
             }
             Ok(object)
         }
         ("batch/v1", "Job") | ("jobset.x-k8s.io/v1alpha2", "JobSet") => {
-            let workload_kind = if kind == "Job" {
-                WorkloadKind::Job
-            } else {
-                WorkloadKind::JobSet
-            };
-            let namespace = object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .filter(|ns| !ns.is_empty())
-                .ok_or_else(|| {
-                    format!(
-                        "{kind} has no metadata.namespace: set it so the review knows the namespace"
-                    )
-                })?;
-            Ok(admission::review_for_manifest(
-                workload_kind,
-                namespace,
-                &object,
-            ))
+            let workload_kind = if kind == "Job" { WorkloadKind::Job } else { WorkloadKind::JobSet };
+            let namespace =
+                object.pointer("/metadata/namespace").and_then(Value::as_str).filter(|ns| !ns.is_empty()).ok_or_else(
+                    || format!("{kind} has no metadata.namespace: set it so the review knows the namespace"),
+                )?;
+            Ok(admission::review_for_manifest(workload_kind, namespace, &object))
         }
         ("", _) | (_, "") => Err("not a Kubernetes object (no apiVersion or kind)".into()),
         _ => Err(format!(

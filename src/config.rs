@@ -54,9 +54,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             selection: Selection::default(),
-            kueue_controller_usernames: vec![
-                "system:serviceaccount:kueue-system:kueue-controller-manager".into(),
-            ],
+            kueue_controller_usernames: vec!["system:serviceaccount:kueue-system:kueue-controller-manager".into()],
             kueue_managed_owners: default_managed_owners(),
         }
     }
@@ -64,12 +62,7 @@ impl Default for Config {
 
 impl Default for Selection {
     fn default() -> Self {
-        let labels = |pairs: &[(&str, &str)]| {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
+        let labels = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Self {
             all_workloads: false,
             selectors: vec![
@@ -110,10 +103,7 @@ fn default_managed_owners() -> Vec<OwnerKind> {
         ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
     ]
     .into_iter()
-    .map(|(api_group, kind)| OwnerKind {
-        api_group: api_group.into(),
-        kind: kind.into(),
-    })
+    .map(|(api_group, kind)| OwnerKind { api_group: api_group.into(), kind: kind.into() })
     .collect()
 }
 
@@ -123,8 +113,7 @@ impl Config {
         let Some(path) = path else {
             return Ok(Self::default());
         };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
         Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
     }
 
@@ -149,10 +138,7 @@ impl Config {
             .iter()
             .find(|selector| {
                 selector.kinds.contains(&wanted)
-                    && selector
-                        .match_labels
-                        .iter()
-                        .all(|(key, value)| workload.label(key) == Some(value.as_str()))
+                    && selector.match_labels.iter().all(|(key, value)| workload.label(key) == Some(value.as_str()))
             })
             .map(|selector| selector.name.as_str())
     }
@@ -167,9 +153,7 @@ impl Config {
     }
 
     pub fn is_kueue_controller(&self, username: &str) -> bool {
-        self.kueue_controller_usernames
-            .iter()
-            .any(|allowed| allowed == username)
+        self.kueue_controller_usernames.iter().any(|allowed| allowed == username)
     }
 }
 
@@ -181,17 +165,9 @@ mod tests {
     fn empty_file_gives_defaults_and_typos_are_refused() {
         let config = Config::parse("").unwrap();
         assert_eq!(config.selection.selectors.len(), 3);
-        assert!(
-            Config::parse("selection: {allWorkload: true}")
-                .unwrap_err()
-                .contains("unknown field")
-        );
+        assert!(Config::parse("selection: {allWorkload: true}").unwrap_err().contains("unknown field"));
         let all = Config::parse("selection: {allWorkloads: true}").unwrap();
         assert!(all.selection.all_workloads);
-        assert_eq!(
-            all.selection.selectors.len(),
-            3,
-            "selectors keep their defaults"
-        );
+        assert_eq!(all.selection.selectors.len(), 3, "selectors keep their defaults");
     }
 }

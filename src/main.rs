@@ -6,11 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(
-    name = "eval-admission",
-    version,
-    about = "Admission webhook in front of Kueue for evaluation workloads"
-)]
+#[command(name = "eval-admission", version, about = "Admission webhook in front of Kueue for evaluation workloads")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -35,26 +31,17 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Review {
-            cluster,
-            config,
-            request,
-        } => match eval_admission::cli::review(&cluster, config.as_deref(), &request) {
-            Ok(report) => {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&report.output).unwrap_or_default()
-                );
-                if report.allowed {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
+        Command::Review { cluster, config, request } => {
+            match eval_admission::cli::review(&cluster, config.as_deref(), &request) {
+                Ok(report) => {
+                    println!("{}", serde_json::to_string_pretty(&report.output).unwrap_or_default());
+                    if report.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) }
+                }
+                Err(error) => {
+                    eprintln!("eval-admission: {error}");
+                    ExitCode::from(2)
                 }
             }
-            Err(error) => {
-                eprintln!("eval-admission: {error}");
-                ExitCode::from(2)
-            }
-        },
+        }
     }
 }

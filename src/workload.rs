@@ -108,9 +108,7 @@ pub struct OwnerReference {
 impl OwnerReference {
     /// The API group of the owner (`batch/v1` -> `batch`, `v1` -> ``).
     pub fn api_group(&self) -> &str {
-        self.api_version
-            .rsplit_once('/')
-            .map_or("", |(group, _)| group)
+        self.api_version.rsplit_once('/').map_or("", |(group, _)| group)
     }
 }
 
@@ -165,11 +163,7 @@ pub struct PodTemplate {
 
 impl PodTemplate {
     fn priority_class_name(&self) -> Option<&str> {
-        self.spec
-            .as_ref()?
-            .priority_class_name
-            .as_deref()
-            .filter(|name| !name.is_empty())
+        self.spec.as_ref()?.priority_class_name.as_deref().filter(|name| !name.is_empty())
     }
 }
 
@@ -222,8 +216,7 @@ impl Workload {
     }
 
     pub fn priority_class_label(&self) -> Option<&str> {
-        self.label(PRIORITY_CLASS_LABEL)
-            .filter(|name| !name.is_empty())
+        self.label(PRIORITY_CLASS_LABEL).filter(|name| !name.is_empty())
     }
 
     /// `spec.suspend` is exactly `true`.
@@ -249,11 +242,7 @@ impl Workload {
 
     /// The ownerReference with `controller: true`, if any.
     pub fn controller_owner(&self) -> Option<&OwnerReference> {
-        self.metadata
-            .owner_references
-            .as_deref()?
-            .iter()
-            .find(|owner| owner.controller == Some(true))
+        self.metadata.owner_references.as_deref()?.iter().find(|owner| owner.controller == Some(true))
     }
 
     /// Pod template `priorityClassName`s in the order Kueue reads them
@@ -263,15 +252,8 @@ impl Workload {
             return Vec::new();
         };
         let mut found = Vec::new();
-        if let Some(class_name) = spec
-            .template
-            .as_ref()
-            .and_then(PodTemplate::priority_class_name)
-        {
-            found.push(PodPriorityClass {
-                location: "spec.template".into(),
-                class_name,
-            });
+        if let Some(class_name) = spec.template.as_ref().and_then(PodTemplate::priority_class_name) {
+            found.push(PodPriorityClass { location: "spec.template".into(), class_name });
         }
         for (index, replicated) in spec.replicated_jobs.iter().flatten().enumerate() {
             let pod_template = replicated
@@ -284,10 +266,7 @@ impl Workload {
                     Some(name) => format!("replicatedJobs[{name}]"),
                     None => format!("replicatedJobs[{index}]"),
                 };
-                found.push(PodPriorityClass {
-                    location,
-                    class_name,
-                });
+                found.push(PodPriorityClass { location, class_name });
             }
         }
         found

@@ -63,19 +63,11 @@ impl Decision {
     }
 
     pub fn allow_with_warnings(reason: Reason, warnings: Vec<String>) -> Self {
-        Self {
-            warnings,
-            ..Self::allow(reason)
-        }
+        Self { warnings, ..Self::allow(reason) }
     }
 
     pub fn deny(denial: Denial) -> Self {
-        Self {
-            allowed: false,
-            reason: denial.reason,
-            message: Some(denial.message),
-            ..Self::allow(denial.reason)
-        }
+        Self { allowed: false, reason: denial.reason, message: Some(denial.message), ..Self::allow(denial.reason) }
     }
 
     /// `allowed`, `patched` or `denied`: the decision metric label and audit annotation.
@@ -102,12 +94,7 @@ pub struct Outcome {
 }
 
 /// Decodes, decides and encodes one review.
-pub fn review(
-    webhook: Webhook,
-    body: &[u8],
-    config: &Config,
-    view: &impl ClusterView,
-) -> Result<Outcome, Error> {
+pub fn review(webhook: Webhook, body: &[u8], config: &Config, view: &impl ClusterView) -> Result<Outcome, Error> {
     let request = request::decode(body)?;
     let decision = decide(webhook, &request, config, view)?;
     Ok(outcome(request, decision))
@@ -134,13 +121,7 @@ pub fn outcome(request: Request, decision: Decision) -> Outcome {
         .object
         .as_ref()
         .or(request.old_object.as_ref())
-        .and_then(|object| {
-            object
-                .metadata
-                .name
-                .clone()
-                .or_else(|| object.metadata.generate_name.clone())
-        })
+        .and_then(|object| object.metadata.name.clone().or_else(|| object.metadata.generate_name.clone()))
         .or_else(|| request.name.clone())
         .unwrap_or_default();
     Outcome {
@@ -162,40 +143,25 @@ pub(crate) struct Target<'r> {
 }
 
 /// Decides whether the policy applies; `Ok(Err(reason))` means "allow untouched".
-pub(crate) fn target<'r>(
-    config: &Config,
-    request: &'r Request,
-) -> Result<Result<Target<'r>, Reason>, Error> {
+pub(crate) fn target<'r>(config: &Config, request: &'r Request) -> Result<Result<Target<'r>, Reason>, Error> {
     let Some(kind) = request.workload_kind() else {
         return Ok(Err(Reason::NotAWorkload));
     };
-    if request
-        .sub_resource
-        .as_deref()
-        .is_some_and(|s| !s.is_empty())
-    {
+    if request.sub_resource.as_deref().is_some_and(|s| !s.is_empty()) {
         return Ok(Err(Reason::Subresource));
     }
     if !matches!(request.operation, Operation::Create | Operation::Update) {
         return Ok(Err(Reason::OperationNotReviewed));
     }
     let Some(workload) = request.object.as_ref() else {
-        return Err(Error::BadReview(format!(
-            "{} {} without an object",
-            request.operation.as_str(),
-            kind
-        )));
+        return Err(Error::BadReview(format!("{} {} without an object", request.operation.as_str(), kind)));
     };
     let Some(namespace) = request.namespace() else {
-        return Err(Error::BadReview(format!(
-            "{kind} request without a namespace"
-        )));
+        return Err(Error::BadReview(format!("{kind} request without a namespace")));
     };
     let old = request.old_object.as_ref();
     if request.operation == Operation::Update && old.is_none() {
-        return Err(Error::BadReview(format!(
-            "UPDATE of {kind} without oldObject"
-        )));
+        return Err(Error::BadReview(format!("UPDATE of {kind} without oldObject")));
     }
     if config.owned_by_managed_kind(workload).is_some() {
         return Ok(Err(Reason::OwnedByKueueWorkload));
@@ -209,22 +175,11 @@ pub(crate) fn target<'r>(
     if workload.is_being_deleted() {
         return Ok(Err(Reason::BeingDeleted));
     }
-    Ok(Ok(Target {
-        subject: Subject {
-            kind,
-            namespace,
-            workload,
-        },
-        old,
-    }))
+    Ok(Ok(Target { subject: Subject { kind, namespace, workload }, old }))
 }
 
 /// The AdmissionReview a bare manifest would arrive as: a CREATE by `kubernetes-admin`.
-pub fn review_for_manifest(
-    kind: WorkloadKind,
-    namespace: &str,
-    object: &serde_json::Value,
-) -> serde_json::Value {
+pub fn review_for_manifest(kind: WorkloadKind, namespace: &str, object: &serde_json::Value) -> serde_json::Value {
     let (group, version) = kind.group_version();
     serde_json::json!({
         "apiVersion": request::API_VERSION,

@@ -79,14 +79,7 @@ impl Request {
         self.namespace
             .as_deref()
             .filter(|ns| !ns.is_empty())
-            .or_else(|| {
-                self.object
-                    .as_ref()?
-                    .metadata
-                    .namespace
-                    .as_deref()
-                    .filter(|ns| !ns.is_empty())
-            })
+            .or_else(|| self.object.as_ref()?.metadata.namespace.as_deref().filter(|ns| !ns.is_empty()))
     }
 }
 
@@ -134,10 +127,7 @@ pub fn decode(body: &[u8]) -> Result<Request, Error> {
                 .map_err(|e| Error::BadReview(format!("not an AdmissionReview: {e}")))
                 .and_then(unwrap_review)?;
             if WorkloadKind::from_group_kind(&head.kind.group, &head.kind.kind).is_some() {
-                return Err(Error::BadReview(format!(
-                    "{} object does not decode: {full_error}",
-                    head.kind.kind
-                )));
+                return Err(Error::BadReview(format!("{} object does not decode: {full_error}", head.kind.kind)));
             }
             let _ = (head.object, head.old_object);
             Ok(Request {
@@ -166,14 +156,10 @@ fn unwrap_review<R>(review: Review<R>) -> Result<R, Error> {
     }
     if let Some(kind) = review.kind.as_deref() {
         if kind != "AdmissionReview" {
-            return Err(Error::BadReview(format!(
-                "kind {kind} is not AdmissionReview"
-            )));
+            return Err(Error::BadReview(format!("kind {kind} is not AdmissionReview")));
         }
     }
-    review
-        .request
-        .ok_or_else(|| Error::BadReview("no request in the AdmissionReview".into()))
+    review.request.ok_or_else(|| Error::BadReview("no request in the AdmissionReview".into()))
 }
 
 #[cfg(test)]
@@ -198,8 +184,7 @@ mod tests {
 
     #[test]
     fn other_kinds_decode_without_their_object() {
-        let body =
-            br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u2",
+        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u2",
             "kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE",
             "object":{"metadata":{"labels":"not a map"},"spec":{"template":7}}}}"#;
         let request = decode(body).unwrap();
@@ -219,10 +204,7 @@ mod tests {
         ];
         for (body, expected) in cases {
             let error = decode(body).unwrap_err().to_string();
-            assert!(
-                error.contains(expected),
-                "{error:?} should mention {expected:?}"
-            );
+            assert!(error.contains(expected), "{error:?} should mention {expected:?}");
         }
     }
 }

@@ -55,16 +55,12 @@ pub fn encode(uid: &str, decision: &Decision) -> Vec<u8> {
         let json = serde_json::to_vec(&decision.patch).expect("a JSON patch always serializes");
         base64::engine::general_purpose::STANDARD.encode(json)
     });
-    let status = decision
-        .message
-        .as_deref()
-        .filter(|_| !decision.allowed)
-        .map(|message| StatusOut {
-            status: "Failure",
-            code: DENIAL_CODE,
-            reason: "Forbidden",
-            message,
-        });
+    let status = decision.message.as_deref().filter(|_| !decision.allowed).map(|message| StatusOut {
+        status: "Failure",
+        code: DENIAL_CODE,
+        reason: "Forbidden",
+        message,
+    });
     let review = ReviewOut {
         api_version: API_VERSION,
         kind: "AdmissionReview",
@@ -75,10 +71,7 @@ pub fn encode(uid: &str, decision: &Decision) -> Vec<u8> {
             patch,
             status,
             warnings: &decision.warnings,
-            audit_annotations: AuditAnnotations {
-                decision: decision.verdict(),
-                reason: decision.reason.as_str(),
-            },
+            audit_annotations: AuditAnnotations { decision: decision.verdict(), reason: decision.reason.as_str() },
         },
     };
     serde_json::to_vec(&review).expect("an AdmissionReview response always serializes")

@@ -7,42 +7,27 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::rules::{Denial, Reason, Subject, priority, queue, update};
 
-pub fn validate(
-    config: &Config,
-    view: &impl ClusterView,
-    request: &Request,
-) -> Result<Decision, Error> {
+pub fn validate(config: &Config, view: &impl ClusterView, request: &Request) -> Result<Decision, Error> {
     let target = match target(config, request)? {
         Ok(target) => target,
         Err(reason) => return Ok(Decision::allow(reason)),
     };
     let result = match (request.operation, target.old) {
-        (Operation::Update, Some(old)) => update::check_update(
-            config,
-            view,
-            target.subject,
-            old,
-            &request.user_info.username,
-        )
-        .map(|(warnings, changed)| {
-            let reason = if changed {
-                Reason::Checked
-            } else {
-                Reason::UpdateUnchanged
-            };
-            Decision::allow_with_warnings(reason, warnings)
-        }),
-        _ => check_new(view, target.subject)
-            .map(|warnings| Decision::allow_with_warnings(Reason::Checked, warnings)),
+        (Operation::Update, Some(old)) => {
+            update::check_update(config, view, target.subject, old, &request.user_info.username).map(
+                |(warnings, changed)| {
+                    let reason = if changed { Reason::Checked } else { Reason::UpdateUnchanged };
+                    Decision::allow_with_warnings(reason, warnings)
+                },
+            )
+        }
+        _ => check_new(view, target.subject).map(|warnings| Decision::allow_with_warnings(Reason::Checked, warnings)),
     };
     Ok(result.unwrap_or_else(|denial| {
         let unconfirmed = (denial.reason == Reason::MissingLocalQueue)
             .then(|| target.subject.workload.queue_name().map(str::to_string))
             .flatten();
-        Decision {
-            unconfirmed_local_queue: unconfirmed,
-            ..Decision::deny(denial)
-        }
+        Decision { unconfirmed_local_queue: unconfirmed, ..Decision::deny(denial) }
     }))
 }
 
@@ -53,15 +38,8 @@ pub fn check_new(view: &impl ClusterView, subject: Subject<'_>) -> Result<Vec<St
     let mut warnings = Vec::new();
     if let Some(name) = queue_name {
         // The validating webhook sees the mutated object: name the annotation when it is where the label came from.
-        let from_namespace = view
-            .namespace(subject.namespace)
-            .and_then(|ns| ns.default_queue.as_deref())
-            == Some(name);
-        let source = if from_namespace {
-            queue::QueueSource::NamespaceAnnotation
-        } else {
-            queue::QueueSource::Label
-        };
+        let from_namespace = view.namespace(subject.namespace).and_then(|ns| ns.default_queue.as_deref()) == Some(name);
+        let source = if from_namespace { queue::QueueSource::NamespaceAnnotation } else { queue::QueueSource::Label };
         warnings = queue::check_local_queue(view, subject, name, source)?;
     }
     let priority = priority::workload_priority(view, subject)?;
@@ -81,22 +59,9 @@ mod tests {
     use serde_json::{Value, json};
 
     fn validate_create(object: &Value) -> Decision {
-        let kind = if object["kind"] == "JobSet" {
-            WorkloadKind::JobSet
-        } else {
-            WorkloadKind::Job
-        };
-        let review = review_for_manifest(
-            kind,
-            object["metadata"]["namespace"].as_str().unwrap(),
-            object,
-        );
-        validate(
-            &Config::default(),
-            &seed_state(),
-            &decode(&serde_json::to_vec(&review).unwrap()).unwrap(),
-        )
-        .unwrap()
+        let kind = if object["kind"] == "JobSet" { WorkloadKind::JobSet } else { WorkloadKind::Job };
+        let review = review_for_manifest(kind, object["metadata"]["namespace"].as_str().unwrap(), object);
+        validate(&Config::default(), &seed_state(), &decode(&serde_json::to_vec(&review).unwrap()).unwrap()).unwrap()
     }
 
     fn validate_update(old: &Value, new: &Value, username: &str) -> Decision {
@@ -104,12 +69,7 @@ mod tests {
         review["request"]["operation"] = json!("UPDATE");
         review["request"]["oldObject"] = old.clone();
         review["request"]["userInfo"]["username"] = json!(username);
-        validate(
-            &Config::default(),
-            &seed_state(),
-            &decode(&serde_json::to_vec(&review).unwrap()).unwrap(),
-        )
-        .unwrap()
+        validate(&Config::default(), &seed_state(), &decode(&serde_json::to_vec(&review).unwrap()).unwrap()).unwrap()
     }
 
     #[test]
@@ -128,38 +88,23 @@ mod tests {
     fn each_denial_on_create() {
         let cases: [(Value, Reason); 4] = [
             (
-                evalhub_job_value(
-                    "team-a-namespace",
-                    &[("kueue.x-k8s.io/queue-name", "eval-queu")],
-                    None,
-                ),
+                evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "eval-queu")], None),
                 Reason::MissingLocalQueue,
             ),
             (
                 evalhub_job_value(
                     "team-a-namespace",
-                    &[
-                        ("kueue.x-k8s.io/queue-name", "eval-queue"),
-                        ("kueue.x-k8s.io/priority-class", "urgent"),
-                    ],
+                    &[("kueue.x-k8s.io/queue-name", "eval-queue"), ("kueue.x-k8s.io/priority-class", "urgent")],
                     None,
                 ),
                 Reason::MissingWorkloadPriorityClass,
             ),
             (
-                evalhub_job_value(
-                    "team-a-namespace",
-                    &[("kueue.x-k8s.io/queue-name", "eval-queue")],
-                    Some("nope"),
-                ),
+                evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "eval-queue")], Some("nope")),
                 Reason::MissingPriorityClass,
             ),
             (
-                evalhub_job_value(
-                    "team-a-namespace",
-                    &[("kueue.x-k8s.io/queue-name", "shared-queue")],
-                    None,
-                ),
+                evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "shared-queue")], None),
                 Reason::Preemptible,
             ),
         ];
@@ -177,10 +122,7 @@ mod tests {
             &[("kueue.x-k8s.io/queue-name", "new-queue")],
             None,
         ));
-        assert_eq!(
-            decision.unconfirmed_local_queue.as_deref(),
-            Some("new-queue")
-        );
+        assert_eq!(decision.unconfirmed_local_queue.as_deref(), Some("new-queue"));
     }
 
     #[test]
@@ -192,9 +134,7 @@ mod tests {
         let job = evalhub_job("ns", Some("gone"));
         let denial = check_new(&state, job_subject(&job)).unwrap_err();
         assert!(
-            denial
-                .message
-                .contains("(namespace annotation kueue.x-k8s.io/default-queue-name)"),
+            denial.message.contains("(namespace annotation kueue.x-k8s.io/default-queue-name)"),
             "{}",
             denial.message
         );
@@ -203,49 +143,24 @@ mod tests {
     #[test]
     fn warnings_for_held_and_orphaned_queues() {
         for queue in ["held-queue", "orphan-queue"] {
-            let decision = validate_create(&evalhub_job_value(
-                "team-a-namespace",
-                &[("kueue.x-k8s.io/queue-name", queue)],
-                None,
-            ));
+            let decision =
+                validate_create(&evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", queue)], None));
             assert!(decision.allowed, "{queue}");
-            assert_eq!(
-                decision.warnings.len(),
-                1,
-                "{queue}: {:?}",
-                decision.warnings
-            );
+            assert_eq!(decision.warnings.len(), 1, "{queue}: {:?}", decision.warnings);
         }
     }
 
     #[test]
     fn updates_go_through_the_guards() {
-        let mut old = evalhub_job_value(
-            "team-a-namespace",
-            &[("kueue.x-k8s.io/queue-name", "eval-queue")],
-            None,
-        );
+        let mut old = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "eval-queue")], None);
         old["spec"]["suspend"] = json!(true);
         let mut new = old.clone();
         new["spec"]["suspend"] = json!(false);
-        assert_eq!(
-            validate_update(&old, &new, "alice").reason,
-            Reason::UnsuspendNotAllowed
-        );
-        assert!(
-            validate_update(
-                &old,
-                &new,
-                "system:serviceaccount:kueue-system:kueue-controller-manager"
-            )
-            .allowed
-        );
+        assert_eq!(validate_update(&old, &new, "alice").reason, Reason::UnsuspendNotAllowed);
+        assert!(validate_update(&old, &new, "system:serviceaccount:kueue-system:kueue-controller-manager").allowed);
         // Dropping the selecting labels does not escape the guards.
         new["metadata"]["labels"] = json!({"kueue.x-k8s.io/queue-name": "eval-queue"});
-        assert_eq!(
-            validate_update(&old, &new, "alice").reason,
-            Reason::UnsuspendNotAllowed
-        );
+        assert_eq!(validate_update(&old, &new, "alice").reason, Reason::UnsuspendNotAllowed);
         // A deletion in progress is never blocked.
         new["metadata"]["deletionTimestamp"] = json!("2026-12-02T10:00:00Z");
         assert!(validate_update(&old, &new, "alice").allowed);

@@ -11,8 +11,8 @@ pub mod watch;
 use std::collections::{BTreeMap, HashMap};
 
 pub use objects::{
-    ClusterObject, ClusterQueue, Cohort, LocalQueue, NamespaceInfo, PriorityClass,
-    ReclaimWithinCohort, StopPolicy, WithinClusterQueue,
+    ClusterObject, ClusterQueue, Cohort, LocalQueue, NamespaceInfo, PriorityClass, ReclaimWithinCohort, StopPolicy,
+    WithinClusterQueue,
 };
 
 /// Read-only lookups the rules need. Implementations answer from memory: no
@@ -64,16 +64,9 @@ impl ClusterState {
             ClusterObject::Namespace { name, info } => {
                 self.namespaces.insert(name, info);
             }
-            ClusterObject::LocalQueue {
-                namespace,
-                name,
-                queue,
-            } => {
+            ClusterObject::LocalQueue { namespace, name, queue } => {
                 self.kueue_installed = true;
-                self.local_queues
-                    .entry(namespace)
-                    .or_default()
-                    .insert(name, queue);
+                self.local_queues.entry(namespace).or_default().insert(name, queue);
             }
             ClusterObject::ClusterQueue { name, queue } => {
                 self.kueue_installed = true;
@@ -174,11 +167,7 @@ impl ClusterView for ClusterState {
     }
 
     fn cluster_queues(&self) -> Box<dyn Iterator<Item = (&str, &ClusterQueue)> + '_> {
-        Box::new(
-            self.cluster_queues
-                .iter()
-                .map(|(name, queue)| (name.as_str(), queue)),
-        )
+        Box::new(self.cluster_queues.iter().map(|(name, queue)| (name.as_str(), queue)))
     }
 
     fn cohort(&self, name: &str) -> Option<&Cohort> {
@@ -190,11 +179,7 @@ impl ClusterView for ClusterState {
     }
 
     fn workload_priority_classes(&self) -> Box<dyn Iterator<Item = (&str, i32)> + '_> {
-        Box::new(
-            self.workload_priority_classes
-                .iter()
-                .map(|(name, value)| (name.as_str(), *value)),
-        )
+        Box::new(self.workload_priority_classes.iter().map(|(name, value)| (name.as_str(), *value)))
     }
 
     fn priority_class(&self, name: &str) -> Option<&PriorityClass> {
@@ -202,10 +187,6 @@ impl ClusterView for ClusterState {
     }
 
     fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_> {
-        Box::new(
-            self.priority_classes
-                .iter()
-                .map(|(name, class)| (name.as_str(), class)),
-        )
+        Box::new(self.priority_classes.iter().map(|(name, class)| (name.as_str(), class)))
     }
 }

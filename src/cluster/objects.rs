@@ -228,11 +228,7 @@ pub fn api_group(api_version: &str) -> &str {
 
 /// Decodes one object by `apiVersion` and `kind`. `Ok(None)` means the kind is not
 /// one eval-admission reads.
-pub fn decode(
-    api_version: &str,
-    kind: &str,
-    object: Value,
-) -> Result<Option<ClusterObject>, DecodeError> {
+pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<ClusterObject>, DecodeError> {
     let group = api_group(api_version);
     let bad = |e: serde_json::Error| DecodeError(format!("{kind}: {e}"));
     let named = |meta: &WireMeta| -> Result<String, DecodeError> {
@@ -251,68 +247,41 @@ pub fn decode(
                 .and_then(|a| a.get(crate::workload::DEFAULT_QUEUE_ANNOTATION))
                 .cloned()
                 .filter(|value| !value.is_empty());
-            ClusterObject::Namespace {
-                name: named(&wire.metadata)?,
-                info: NamespaceInfo { default_queue },
-            }
+            ClusterObject::Namespace { name: named(&wire.metadata)?, info: NamespaceInfo { default_queue } }
         }
         (KUEUE_GROUP, "LocalQueue") => {
-            let wire: WireObject<WireLocalQueueSpec> =
-                serde_json::from_value(object).map_err(bad)?;
+            let wire: WireObject<WireLocalQueueSpec> = serde_json::from_value(object).map_err(bad)?;
             let name = named(&wire.metadata)?;
             let namespace = wire
                 .metadata
                 .namespace
                 .clone()
                 .filter(|ns| !ns.is_empty())
-                .ok_or_else(|| {
-                    DecodeError(format!("LocalQueue {name} without metadata.namespace"))
-                })?;
+                .ok_or_else(|| DecodeError(format!("LocalQueue {name} without metadata.namespace")))?;
             let spec = wire.spec.unwrap_or_default();
             let stop_policy = match spec.stop_policy.as_deref() {
                 Some("Hold") => StopPolicy::Hold,
                 Some("HoldAndDrain") => StopPolicy::HoldAndDrain,
                 _ => StopPolicy::None,
             };
-            let queue = LocalQueue {
-                cluster_queue: spec.cluster_queue.unwrap_or_default(),
-                stop_policy,
-            };
-            ClusterObject::LocalQueue {
-                namespace,
-                name,
-                queue,
-            }
+            let queue = LocalQueue { cluster_queue: spec.cluster_queue.unwrap_or_default(), stop_policy };
+            ClusterObject::LocalQueue { namespace, name, queue }
         }
         (KUEUE_GROUP, "ClusterQueue") => {
-            let wire: WireObject<WireClusterQueueSpec> =
-                serde_json::from_value(object).map_err(bad)?;
+            let wire: WireObject<WireClusterQueueSpec> = serde_json::from_value(object).map_err(bad)?;
             let name = named(&wire.metadata)?;
-            ClusterObject::ClusterQueue {
-                name,
-                queue: prune_cluster_queue(wire.spec.unwrap_or_default()),
-            }
+            ClusterObject::ClusterQueue { name, queue: prune_cluster_queue(wire.spec.unwrap_or_default()) }
         }
         (KUEUE_GROUP, "Cohort") => {
             let wire: WireObject<WireCohortSpec> = serde_json::from_value(object).map_err(bad)?;
             let name = named(&wire.metadata)?;
-            let parent = wire
-                .spec
-                .unwrap_or_default()
-                .parent_name
-                .filter(|p| !p.is_empty());
-            ClusterObject::Cohort {
-                name,
-                cohort: Cohort { parent },
-            }
+            let parent = wire.spec.unwrap_or_default().parent_name.filter(|p| !p.is_empty());
+            ClusterObject::Cohort { name, cohort: Cohort { parent } }
         }
         (KUEUE_GROUP, "WorkloadPriorityClass") => {
             let wire: WireValueObject = serde_json::from_value(object).map_err(bad)?;
             let name = named(&wire.metadata)?;
-            ClusterObject::WorkloadPriorityClass {
-                name,
-                value: clamp_priority(wire.value.unwrap_or(0)),
-            }
+            ClusterObject::WorkloadPriorityClass { name, value: clamp_priority(wire.value.unwrap_or(0)) }
         }
         (KUEUE_GROUP, _) => ClusterObject::OtherKueueObject,
         ("scheduling.k8s.io", "PriorityClass") => {
@@ -326,9 +295,7 @@ pub fn decode(
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             let wire: WireObject<Value> = serde_json::from_value(object).map_err(bad)?;
-            ClusterObject::Crd {
-                name: named(&wire.metadata)?,
-            }
+            ClusterObject::Crd { name: named(&wire.metadata)? }
         }
         _ => return Ok(None),
     };
@@ -381,11 +348,8 @@ pub fn quantity_is_zero(quantity: &Value) -> bool {
     match quantity {
         Value::Number(n) => n.as_f64() == Some(0.0),
         Value::String(s) => {
-            let numeric: String = s
-                .trim()
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || matches!(c, '.' | '+' | '-'))
-                .collect();
+            let numeric: String =
+                s.trim().chars().take_while(|c| c.is_ascii_digit() || matches!(c, '.' | '+' | '-')).collect();
             numeric.parse::<f64>().is_ok_and(|n| n == 0.0)
         }
         _ => false,
@@ -399,24 +363,10 @@ mod tests {
 
     #[test]
     fn zero_quantities() {
-        for zero in [
-            json!(0),
-            json!("0"),
-            json!("0Gi"),
-            json!("0.0"),
-            json!("0m"),
-            json!("+0"),
-        ] {
+        for zero in [json!(0), json!("0"), json!("0Gi"), json!("0.0"), json!("0m"), json!("+0")] {
             assert!(quantity_is_zero(&zero), "{zero} is zero");
         }
-        for nonzero in [
-            json!(1),
-            json!("1"),
-            json!("500m"),
-            json!("0.5"),
-            json!("2Gi"),
-            json!("1e3"),
-        ] {
+        for nonzero in [json!(1), json!("1"), json!("500m"), json!("0.5"), json!("2Gi"), json!("1e3")] {
             assert!(!quantity_is_zero(&nonzero), "{nonzero} is not zero");
         }
     }
@@ -444,50 +394,24 @@ mod tests {
         assert!(!old.can_borrow, "borrowingLimit 0 everywhere");
         assert_eq!(new.cohort.as_deref(), Some("research"));
         assert_eq!(new.within_cluster_queue, WithinClusterQueue::Never);
-        assert!(
-            new.can_borrow,
-            "no borrowingLimit means unlimited borrowing"
-        );
+        assert!(new.can_borrow, "no borrowingLimit means unlimited borrowing");
     }
 
     #[test]
     fn cohort_parent_in_both_spellings() {
         for spec in [json!({"parentName": "root"}), json!({"parent": "root"})] {
-            let decoded = decode(
-                "kueue.x-k8s.io/v1beta2",
-                "Cohort",
-                json!({"metadata": {"name": "c"}, "spec": spec}),
-            );
+            let decoded = decode("kueue.x-k8s.io/v1beta2", "Cohort", json!({"metadata": {"name": "c"}, "spec": spec}));
             assert_eq!(
                 decoded.unwrap(),
-                Some(ClusterObject::Cohort {
-                    name: "c".into(),
-                    cohort: Cohort {
-                        parent: Some("root".into())
-                    }
-                })
+                Some(ClusterObject::Cohort { name: "c".into(), cohort: Cohort { parent: Some("root".into()) } })
             );
         }
     }
 
     #[test]
     fn unnamed_objects_are_errors_and_unknown_kinds_are_skipped() {
-        assert!(
-            decode(
-                "kueue.x-k8s.io/v1beta2",
-                "LocalQueue",
-                json!({"metadata": {"namespace": "a"}})
-            )
-            .is_err()
-        );
-        assert!(
-            decode(
-                "kueue.x-k8s.io/v1beta2",
-                "LocalQueue",
-                json!({"metadata": {"name": "q"}})
-            )
-            .is_err()
-        );
+        assert!(decode("kueue.x-k8s.io/v1beta2", "LocalQueue", json!({"metadata": {"namespace": "a"}})).is_err());
+        assert!(decode("kueue.x-k8s.io/v1beta2", "LocalQueue", json!({"metadata": {"name": "q"}})).is_err());
         assert_eq!(decode("apps/v1", "Deployment", json!({})).unwrap(), None);
         assert_eq!(
             decode("kueue.x-k8s.io/v1beta2", "ResourceFlavor", json!({})).unwrap(),

@@ -12,8 +12,7 @@ use crate::error::Error;
 
 /// Reads and decodes a state file.
 pub fn load(path: &Path) -> Result<ClusterState, Error> {
-    let bytes =
-        std::fs::read(path).map_err(|e| Error::StateFile(format!("{}: {e}", path.display())))?;
+    let bytes = std::fs::read(path).map_err(|e| Error::StateFile(format!("{}: {e}", path.display())))?;
     parse(&bytes).map_err(|message| Error::StateFile(format!("{}: {message}", path.display())))
 }
 
@@ -35,12 +34,10 @@ pub fn parse(bytes: &[u8]) -> Result<ClusterState, String> {
 
 /// Splits multi-document YAML into JSON values, skipping empty documents.
 pub fn documents(bytes: &[u8]) -> Result<Vec<Value>, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| "not UTF-8 text (is this a binary file?)".to_string())?;
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text (is this a binary file?)".to_string())?;
     let mut values = Vec::new();
     for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
-        let value = Value::deserialize(document)
-            .map_err(|e| format!("document {}: not valid YAML: {e}", index + 1))?;
+        let value = Value::deserialize(document).map_err(|e| format!("document {}: not valid YAML: {e}", index + 1))?;
         if !value.is_null() {
             values.push(value);
         }
@@ -49,10 +46,8 @@ pub fn documents(bytes: &[u8]) -> Result<Vec<Value>, String> {
 }
 
 fn unpack_lists(document: Value) -> Vec<Value> {
-    let is_list = document
-        .get("kind")
-        .and_then(Value::as_str)
-        .is_some_and(|kind| kind == "List" || kind.ends_with("List"));
+    let is_list =
+        document.get("kind").and_then(Value::as_str).is_some_and(|kind| kind == "List" || kind.ends_with("List"));
     match document {
         Value::Object(mut map) if is_list => match map.remove("items") {
             Some(Value::Array(items)) => items,
@@ -66,24 +61,16 @@ fn decode_document(object: Value) -> Result<Option<ClusterObject>, String> {
     let Value::Object(map) = &object else {
         return Err("not a Kubernetes object (expected a mapping with apiVersion and kind)".into());
     };
-    let api_version = map
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let kind = map
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
     if api_version.is_empty() || kind.is_empty() {
         return Err("object without apiVersion or kind".into());
     }
     match objects::decode(&api_version, &kind, object).map_err(|e| e.to_string())? {
         Some(decoded) => Ok(Some(decoded)),
-        None if matches!(kind.as_str(), "Job" | "JobSet") => Err(format!(
-            "{kind} is a workload, not cluster state: pass it as the REQUEST argument"
-        )),
+        None if matches!(kind.as_str(), "Job" | "JobSet") => {
+            Err(format!("{kind} is a workload, not cluster state: pass it as the REQUEST argument"))
+        }
         None => Err(format!(
             "unsupported kind {api_version} {kind}: the state file holds Namespaces, LocalQueues, ClusterQueues, \
              Cohorts, WorkloadPriorityClasses, PriorityClasses and CustomResourceDefinitions"
@@ -123,21 +110,9 @@ items:
         )
         .unwrap();
         assert!(state.kueue_installed());
-        assert_eq!(
-            state.namespace("team-a").unwrap().default_queue.as_deref(),
-            Some("eval-queue")
-        );
-        assert_eq!(
-            state
-                .local_queue("team-a", "eval-queue")
-                .unwrap()
-                .cluster_queue,
-            "team-a-cq"
-        );
-        assert_eq!(
-            state.cluster_queue("team-a-cq").unwrap().cohort.as_deref(),
-            Some("research")
-        );
+        assert_eq!(state.namespace("team-a").unwrap().default_queue.as_deref(), Some("eval-queue"));
+        assert_eq!(state.local_queue("team-a", "eval-queue").unwrap().cluster_queue, "team-a-cq");
+        assert_eq!(state.cluster_queue("team-a-cq").unwrap().cohort.as_deref(), Some("research"));
     }
 
     #[test]
@@ -151,27 +126,15 @@ items:
     #[test]
     fn bad_files_say_what_is_wrong() {
         let cases: [(&[u8], &str); 5] = [
-            (
-                b"apiVersion: v1\nkind: Namespace\nmetadata: {name: [",
-                "not valid YAML",
-            ),
+            (b"apiVersion: v1\nkind: Namespace\nmetadata: {name: [", "not valid YAML"),
             (b"\xff\xfe\x00garbage", "not UTF-8"),
-            (
-                b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n",
-                "unsupported kind",
-            ),
-            (
-                b"apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\n",
-                "pass it as the REQUEST",
-            ),
+            (b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n", "unsupported kind"),
+            (b"apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\n", "pass it as the REQUEST"),
             (b"- just\n- a list\n", "not a Kubernetes object"),
         ];
         for (input, expected) in cases {
             let error = parse(input).unwrap_err();
-            assert!(
-                error.contains(expected),
-                "{error:?} should mention {expected:?}"
-            );
+            assert!(error.contains(expected), "{error:?} should mention {expected:?}");
         }
     }
 }

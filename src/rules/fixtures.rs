@@ -23,11 +23,7 @@ pub fn workload(yaml: &str) -> Workload {
 }
 
 /// An EvalHub-shaped Job as JSON, with extra labels and an optional pod priority class.
-pub fn evalhub_job_value(
-    namespace: &str,
-    labels: &[(&str, &str)],
-    pod_priority_class: Option<&str>,
-) -> Value {
+pub fn evalhub_job_value(namespace: &str, labels: &[(&str, &str)], pod_priority_class: Option<&str>) -> Value {
     let mut all_labels = json!({
         "app": "evalhub", "component": "evaluation-job",
         "job_id": "3f2a9c1e-0b7d-4d5e-9a51-6c2f1e8b7a10", "provider_id": "lm_evaluation_harness",
@@ -52,11 +48,7 @@ pub fn evalhub_job_value(
     })
 }
 
-pub fn job_yaml(
-    namespace: &str,
-    labels: &[(&str, &str)],
-    pod_priority_class: Option<&str>,
-) -> String {
+pub fn job_yaml(namespace: &str, labels: &[(&str, &str)], pod_priority_class: Option<&str>) -> String {
     serde_json::to_string(&evalhub_job_value(namespace, labels, pod_priority_class)).unwrap()
 }
 
@@ -73,11 +65,7 @@ pub fn evalhub_job(namespace: &str, queue: Option<&str>) -> Workload {
 }
 
 /// An AIPerf-shaped JobSet as JSON: replicated jobs with optional pod priority classes.
-pub fn aiperf_jobset_value(
-    namespace: &str,
-    queue: Option<&str>,
-    replicated: &[(&str, Option<&str>)],
-) -> Value {
+pub fn aiperf_jobset_value(namespace: &str, queue: Option<&str>, replicated: &[(&str, Option<&str>)]) -> Value {
     let mut labels = json!({"app": "aiperf", "aiperf.nvidia.com/job-id": "latency-sweep-7f2a"});
     if let Some(queue) = queue {
         labels["kueue.x-k8s.io/queue-name"] = json!(queue);
@@ -106,26 +94,14 @@ pub fn aiperf_jobset_value(
     })
 }
 
-pub fn aiperf_jobset(
-    namespace: &str,
-    queue: Option<&str>,
-    replicated: &[(&str, Option<&str>)],
-) -> Workload {
+pub fn aiperf_jobset(namespace: &str, queue: Option<&str>, replicated: &[(&str, Option<&str>)]) -> Workload {
     serde_json::from_value(aiperf_jobset_value(namespace, queue, replicated)).unwrap()
 }
 
 pub fn job_subject(workload: &Workload) -> Subject<'_> {
-    Subject {
-        kind: WorkloadKind::Job,
-        namespace: workload.metadata.namespace.as_deref().unwrap(),
-        workload,
-    }
+    Subject { kind: WorkloadKind::Job, namespace: workload.metadata.namespace.as_deref().unwrap(), workload }
 }
 
 pub fn jobset_subject(workload: &Workload) -> Subject<'_> {
-    Subject {
-        kind: WorkloadKind::JobSet,
-        namespace: workload.metadata.namespace.as_deref().unwrap(),
-        workload,
-    }
+    Subject { kind: WorkloadKind::JobSet, namespace: workload.metadata.namespace.as_deref().unwrap(), workload }
 }

@@ -82,10 +82,7 @@ pub struct Denial {
 
 impl Denial {
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
-        Self {
-            reason,
-            message: message.into(),
-        }
+        Self { reason, message: message.into() }
     }
 }
 
@@ -99,12 +96,7 @@ pub struct Subject<'a> {
 
 impl fmt::Display for Subject<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {}",
-            self.kind,
-            self.workload.display_name(self.namespace)
-        )
+        write!(f, "{} {}", self.kind, self.workload.display_name(self.namespace))
     }
 }
 

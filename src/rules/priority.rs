@@ -80,17 +80,11 @@ impl PriorityClassRef {
 
 /// The workload's priority, or a denial when it names a class that does not exist
 /// (Kueue would then never create its Workload).
-pub fn workload_priority(
-    view: &impl ClusterView,
-    subject: Subject<'_>,
-) -> Result<Priority, Denial> {
+pub fn workload_priority(view: &impl ClusterView, subject: Subject<'_>) -> Result<Priority, Denial> {
     let pod_classes = subject.workload.pod_priority_classes();
     // Every pod template is checked, not only the one Kueue reads: pods naming a
     // missing PriorityClass are refused by the API server once the workload runs.
-    if let Some(missing) = pod_classes
-        .iter()
-        .find(|pod| view.priority_class(pod.class_name).is_none())
-    {
+    if let Some(missing) = pod_classes.iter().find(|pod| view.priority_class(pod.class_name).is_none()) {
         let existing: Vec<String> = view
             .priority_classes()
             .filter(|(name, _)| !is_system_class(name))
@@ -106,27 +100,19 @@ pub fn workload_priority(
                 if existing.is_empty() {
                     "There are no PriorityClasses: remove priorityClassName.".to_string()
                 } else {
-                    format!(
-                        "PriorityClasses: {}. Use one of them, or remove priorityClassName.",
-                        join(&existing)
-                    )
+                    format!("PriorityClasses: {}. Use one of them, or remove priorityClassName.", join(&existing))
                 }
             ),
         ));
     }
     if let Some(class) = subject.workload.priority_class_label() {
         return match view.workload_priority_class(class) {
-            Some(value) => Ok(Priority {
-                value,
-                source: PrioritySource::WorkloadPriorityClass(class.to_string()),
-            }),
+            Some(value) => Ok(Priority { value, source: PrioritySource::WorkloadPriorityClass(class.to_string()) }),
             None => Err(missing_workload_priority_class(view, subject, class)),
         };
     }
     if let Some(first) = pod_classes.first() {
-        let value = view
-            .priority_class(first.class_name)
-            .map_or(0, |class| class.value);
+        let value = view.priority_class(first.class_name).map_or(0, |class| class.value);
         return Ok(Priority {
             value,
             source: PrioritySource::PriorityClass {
@@ -141,40 +127,23 @@ pub fn workload_priority(
         .filter(|(_, class)| class.global_default)
         .min_by_key(|(name, class)| (class.value, *name));
     Ok(match global_default {
-        Some((name, class)) => Priority {
-            value: class.value,
-            source: PrioritySource::GlobalDefault(name.to_string()),
-        },
-        None => Priority {
-            value: 0,
-            source: PrioritySource::Unset,
-        },
+        Some((name, class)) => Priority { value: class.value, source: PrioritySource::GlobalDefault(name.to_string()) },
+        None => Priority { value: 0, source: PrioritySource::Unset },
     })
 }
 
-pub fn missing_workload_priority_class(
-    view: &impl ClusterView,
-    subject: Subject<'_>,
-    class: &str,
-) -> Denial {
-    let existing: Vec<String> = view
-        .workload_priority_classes()
-        .map(|(name, value)| format!("{name} ({value})"))
-        .collect();
+pub fn missing_workload_priority_class(view: &impl ClusterView, subject: Subject<'_>, class: &str) -> Denial {
+    let existing: Vec<String> =
+        view.workload_priority_classes().map(|(name, value)| format!("{name} ({value})")).collect();
     Denial::new(
         Reason::MissingWorkloadPriorityClass,
         format!(
             "{subject} names WorkloadPriorityClass '{class}' (label {PRIORITY_CLASS_LABEL}), which does not exist, \
              so Kueue would never create its Workload and it would stay suspended forever. {}",
             if existing.is_empty() {
-                format!(
-                    "There are no WorkloadPriorityClasses: remove the label {PRIORITY_CLASS_LABEL}."
-                )
+                format!("There are no WorkloadPriorityClasses: remove the label {PRIORITY_CLASS_LABEL}.")
             } else {
-                format!(
-                    "WorkloadPriorityClasses: {}. Use one of them, or remove the label.",
-                    join(&existing)
-                )
+                format!("WorkloadPriorityClasses: {}. Use one of them, or remove the label.", join(&existing))
             }
         ),
     )
@@ -188,47 +157,49 @@ fn is_system_class(name: &str) -> bool {
 /// The highest priority any workload could have: the top WorkloadPriorityClass or
 /// PriorityClass, `system-` ones excluded. Ties prefer the WorkloadPriorityClass.
 pub fn highest_priority(view: &impl ClusterView) -> Option<PriorityClassRef> {
-    let workload_classes = view
-        .workload_priority_classes()
-        .map(|(name, value)| PriorityClassRef {
-            kind: ClassKind::WorkloadPriorityClass,
-            name: name.to_string(),
-            value,
+    let workload_classes = view.workload_priority_classes().map(|(name, value)| PriorityClassRef {
+        kind: ClassKind::WorkloadPriorityClass,
+        name: name.to_string(),
+        value,
+    });
+    let pod_classes = view.priority_classes().filter(|(name, _)| !is_system_class(name)).map(|(name, class)| {
+        PriorityClassRef { kind: ClassKind::PriorityClass, name: name.to_string(), value: class.value }
+    });
+    workload_classes.chain(pod_classes).reduce(|best, candidate| {
+        let better = candidate.value > best.value
+            || (candidate.value == best.value
+                && candidate.kind == ClassKind::WorkloadPriorityClass
+                && best.kind == ClassKind::PriorityClass);
+        if better { candidate } else { best }
+    })
+}
+
+/// Every class at the highest priority, WorkloadPriorityClasses first: the ways to
+/// get a priority nothing outranks.
+fn top_classes(view: &impl ClusterView) -> Vec<PriorityClassRef> {
+    let Some(top) = highest_priority(view) else { return Vec::new() };
+    let workload_classes =
+        view.workload_priority_classes().filter(|(_, value)| *value == top.value).map(|(name, value)| {
+            PriorityClassRef { kind: ClassKind::WorkloadPriorityClass, name: name.to_string(), value }
         });
     let pod_classes = view
         .priority_classes()
-        .filter(|(name, _)| !is_system_class(name))
+        .filter(|(name, class)| !is_system_class(name) && class.value == top.value)
         .map(|(name, class)| PriorityClassRef {
             kind: ClassKind::PriorityClass,
             name: name.to_string(),
             value: class.value,
         });
-    workload_classes
-        .chain(pod_classes)
-        .reduce(|best, candidate| {
-            let better = candidate.value > best.value
-                || (candidate.value == best.value
-                    && candidate.kind == ClassKind::WorkloadPriorityClass
-                    && best.kind == ClassKind::PriorityClass);
-            if better { candidate } else { best }
-        })
+    workload_classes.chain(pod_classes).collect()
 }
 
 /// Why a workload of some priority can be preempted in a ClusterQueue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Exposure {
     /// Rule (a): the ClusterQueue preempts within itself.
-    WithinClusterQueue {
-        policy: WithinClusterQueue,
-        outranking: Option<PriorityClassRef>,
-    },
+    WithinClusterQueue { policy: WithinClusterQueue, outranking: Option<PriorityClassRef> },
     /// Rule (b): the queue borrows in a cohort tree where another queue reclaims.
-    Cohort {
-        root: String,
-        reclaimer: String,
-        policy: ReclaimWithinCohort,
-        outranking: Option<PriorityClassRef>,
-    },
+    Cohort { root: String, reclaimer: String, policy: ReclaimWithinCohort, outranking: Option<PriorityClassRef> },
 }
 
 impl Exposure {
@@ -242,10 +213,7 @@ impl Exposure {
 
     fn explain(&self, cluster_queue: &str, priority: &Priority) -> String {
         match self {
-            Self::WithinClusterQueue {
-                policy: WithinClusterQueue::LowerOrNewerEqualPriority,
-                ..
-            } => format!(
+            Self::WithinClusterQueue { policy: WithinClusterQueue::LowerOrNewerEqualPriority, .. } => format!(
                 "ClusterQueue '{cluster_queue}' has preemption.withinClusterQueue LowerOrNewerEqualPriority, so an \
                  older workload of equal priority {} can preempt it",
                 priority.value
@@ -254,31 +222,17 @@ impl Exposure {
                 "ClusterQueue '{cluster_queue}' has preemption.withinClusterQueue {}, its priority is {priority}, and {} \
                  outranks it",
                 policy.as_str(),
-                outranking
-                    .as_ref()
-                    .map_or_else(|| "a higher class".to_string(), ToString::to_string)
+                outranking.as_ref().map_or_else(|| "a higher class".to_string(), ToString::to_string)
             ),
-            Self::Cohort {
-                root,
-                reclaimer,
-                policy: ReclaimWithinCohort::Any,
-                ..
-            } => format!(
+            Self::Cohort { root, reclaimer, policy: ReclaimWithinCohort::Any, .. } => format!(
                 "ClusterQueue '{cluster_queue}' can borrow in cohort tree '{root}', where ClusterQueue '{reclaimer}' has \
                  preemption.reclaimWithinCohort Any, so it can reclaim its quota from a workload of any priority"
             ),
-            Self::Cohort {
-                root,
-                reclaimer,
-                policy,
-                outranking,
-            } => format!(
+            Self::Cohort { root, reclaimer, policy, outranking } => format!(
                 "ClusterQueue '{cluster_queue}' can borrow in cohort tree '{root}', where ClusterQueue '{reclaimer}' has \
                  preemption.reclaimWithinCohort {}, its priority is {priority}, and {} outranks it",
                 policy.as_str(),
-                outranking
-                    .as_ref()
-                    .map_or_else(|| "a higher class".to_string(), ToString::to_string)
+                outranking.as_ref().map_or_else(|| "a higher class".to_string(), ToString::to_string)
             ),
         }
     }
@@ -291,16 +245,10 @@ pub fn exposure(view: &impl ClusterView, cluster_queue: &str, priority: i32) -> 
     let outranking = highest_priority(view).filter(|top| top.value > priority);
     match queue.within_cluster_queue {
         WithinClusterQueue::LowerOrNewerEqualPriority => {
-            return Some(Exposure::WithinClusterQueue {
-                policy: queue.within_cluster_queue,
-                outranking,
-            });
+            return Some(Exposure::WithinClusterQueue { policy: queue.within_cluster_queue, outranking });
         }
         WithinClusterQueue::LowerPriority if outranking.is_some() => {
-            return Some(Exposure::WithinClusterQueue {
-                policy: queue.within_cluster_queue,
-                outranking,
-            });
+            return Some(Exposure::WithinClusterQueue { policy: queue.within_cluster_queue, outranking });
         }
         _ => {}
     }
@@ -311,12 +259,7 @@ pub fn exposure(view: &impl ClusterView, cluster_queue: &str, priority: i32) -> 
     let root = cohort_root(view, cohort);
     view.cluster_queues()
         .filter(|(name, _)| *name != cluster_queue)
-        .filter(|(_, other)| {
-            other
-                .cohort
-                .as_deref()
-                .is_some_and(|c| cohort_root(view, c) == root)
-        })
+        .filter(|(_, other)| other.cohort.as_deref().is_some_and(|c| cohort_root(view, c) == root))
         .find_map(|(name, other)| {
             let reclaims = match other.reclaim_within_cohort {
                 ReclaimWithinCohort::Any => true,
@@ -357,10 +300,7 @@ pub fn check_preemption(
     if subject.workload.is_checkpointing() {
         return Ok(());
     }
-    let Some(cluster_queue) = view
-        .local_queue(subject.namespace, local_queue)
-        .map(|q| q.cluster_queue.as_str())
-    else {
+    let Some(cluster_queue) = view.local_queue(subject.namespace, local_queue).map(|q| q.cluster_queue.as_str()) else {
         return Ok(());
     };
     let Some(found) = exposure(view, cluster_queue, priority.value) else {
@@ -369,14 +309,10 @@ pub fn check_preemption(
 
     let mut ways_out = Vec::new();
     if found.depends_on_priority() {
-        if let Some(top) =
-            highest_priority(view).filter(|top| exposure(view, cluster_queue, top.value).is_none())
-        {
-            ways_out.push(format!(
-                "use {} ({}), which nothing outranks",
-                top,
-                top.how_to_use()
-            ));
+        let tops = top_classes(view);
+        if tops.first().is_some_and(|top| exposure(view, cluster_queue, top.value).is_none()) {
+            let choices: Vec<String> = tops.iter().map(PriorityClassRef::how_to_use).collect();
+            ways_out.push(format!("use a priority nothing outranks, {} ({})", tops[0].value, choices.join(" or ")));
         }
     }
     let safe_queues: Vec<&str> = view
@@ -390,19 +326,12 @@ pub fn check_preemption(
         .map(|(name, _)| name)
         .collect();
     if safe_queues.is_empty() {
-        ways_out.push(
-            "ask the cluster administrator for a ClusterQueue without preemption for evaluations"
-                .to_string(),
-        );
+        ways_out
+            .push("ask the cluster administrator for a ClusterQueue without preemption for evaluations".to_string());
     } else {
-        ways_out.push(format!(
-            "submit to a LocalQueue whose ClusterQueue cannot preempt it ({})",
-            join(&safe_queues)
-        ));
+        ways_out.push(format!("submit to a LocalQueue whose ClusterQueue cannot preempt it ({})", join(&safe_queues)));
     }
-    ways_out.push(format!(
-        "if it does checkpoint, annotate it {CHECKPOINTING_ANNOTATION}: \"true\""
-    ));
+    ways_out.push(format!("if it does checkpoint, annotate it {CHECKPOINTING_ANNOTATION}: \"true\""));
 
     Err(Denial::new(
         Reason::Preemptible,
@@ -433,45 +362,21 @@ mod tests {
     #[test]
     fn priority_comes_from_the_label_then_the_first_pod_template_then_the_global_default() {
         let state = seed_state();
-        let labelled = priority_of(
-            &state,
-            &job_yaml(
-                "a",
-                &[("kueue.x-k8s.io/priority-class", "routine")],
-                Some("gpu-batch"),
-            ),
-        )
-        .unwrap();
-        assert_eq!(
-            labelled,
-            Priority {
-                value: 500,
-                source: PrioritySource::WorkloadPriorityClass("routine".into())
-            }
-        );
+        let labelled =
+            priority_of(&state, &job_yaml("a", &[("kueue.x-k8s.io/priority-class", "routine")], Some("gpu-batch")))
+                .unwrap();
+        assert_eq!(labelled, Priority { value: 500, source: PrioritySource::WorkloadPriorityClass("routine".into()) });
         let pod = priority_of(&state, &job_yaml("a", &[], Some("gpu-batch"))).unwrap();
         assert_eq!(pod.value, 200);
         let none = priority_of(&state, &job_yaml("a", &[], None)).unwrap();
-        assert_eq!(
-            none,
-            Priority {
-                value: 0,
-                source: PrioritySource::Unset
-            }
-        );
+        assert_eq!(none, Priority { value: 0, source: PrioritySource::Unset });
 
         let with_defaults = state_with(&[
             "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: b-default}\nvalue: 30\nglobalDefault: true\n",
             "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: a-default}\nvalue: 20\nglobalDefault: true\n",
         ]);
         let defaulted = priority_of(&with_defaults, &job_yaml("a", &[], None)).unwrap();
-        assert_eq!(
-            defaulted,
-            Priority {
-                value: 20,
-                source: PrioritySource::GlobalDefault("a-default".into())
-            }
-        );
+        assert_eq!(defaulted, Priority { value: 20, source: PrioritySource::GlobalDefault("a-default".into()) });
     }
 
     #[test]
@@ -486,91 +391,48 @@ mod tests {
         assert_eq!(priority.value, 200);
         assert_eq!(
             priority.source,
-            PrioritySource::PriorityClass {
-                name: "gpu-batch".into(),
-                location: "replicatedJobs[workers]".into()
-            }
+            PrioritySource::PriorityClass { name: "gpu-batch".into(), location: "replicatedJobs[workers]".into() }
         );
     }
 
     #[test]
     fn missing_classes_are_denied_with_the_existing_ones() {
         let state = seed_state();
-        let denial = priority_of(
-            &state,
-            &job_yaml("a", &[("kueue.x-k8s.io/priority-class", "urgent")], None),
-        )
-        .unwrap_err();
+        let denial =
+            priority_of(&state, &job_yaml("a", &[("kueue.x-k8s.io/priority-class", "urgent")], None)).unwrap_err();
         assert_eq!(denial.reason, Reason::MissingWorkloadPriorityClass);
+        assert!(denial.message.contains("WorkloadPriorityClass 'urgent'"), "{}", denial.message);
         assert!(
-            denial.message.contains("WorkloadPriorityClass 'urgent'"),
-            "{}",
-            denial.message
-        );
-        assert!(
-            denial.message.contains(
-                "aiperf-high (1000), experimental (100), production (1000), routine (500)"
-            ),
+            denial.message.contains("aiperf-high (1000), experimental (100), production (1000), routine (500)"),
             "{}",
             denial.message
         );
 
-        let jobset = aiperf_jobset(
-            "my-benchmarks",
-            None,
-            &[("controller", None), ("workers", Some("missing-pc"))],
-        );
+        let jobset = aiperf_jobset("my-benchmarks", None, &[("controller", None), ("workers", Some("missing-pc"))]);
         let denial = workload_priority(&state, jobset_subject(&jobset)).unwrap_err();
         assert_eq!(denial.reason, Reason::MissingPriorityClass);
-        assert!(
-            denial
-                .message
-                .contains("PriorityClass 'missing-pc' in replicatedJobs[workers]"),
-            "{}",
-            denial.message
-        );
-        assert!(
-            !denial.message.contains("system-"),
-            "system classes are not offered: {}",
-            denial.message
-        );
+        assert!(denial.message.contains("PriorityClass 'missing-pc' in replicatedJobs[workers]"), "{}", denial.message);
+        assert!(!denial.message.contains("system-"), "system classes are not offered: {}", denial.message);
     }
 
     #[test]
     fn system_classes_never_outrank() {
         let state = seed_state();
         let top = highest_priority(&state).unwrap();
-        assert_eq!(
-            (top.kind, top.name.as_str(), top.value),
-            (ClassKind::WorkloadPriorityClass, "aiperf-high", 1000)
-        );
+        assert_eq!((top.kind, top.name.as_str(), top.value), (ClassKind::WorkloadPriorityClass, "aiperf-high", 1000));
     }
 
     #[test]
     fn rule_a_within_cluster_queue() {
         let state = seed_state();
-        assert_eq!(
-            exposure(&state, "team-a-cq", 0),
-            None,
-            "no preemption section"
-        );
+        assert_eq!(exposure(&state, "team-a-cq", 0), None, "no preemption section");
         let lower = exposure(&state, "team-a-shared-cq", 100).unwrap();
         assert!(matches!(
             lower,
-            Exposure::WithinClusterQueue {
-                policy: WithinClusterQueue::LowerPriority,
-                outranking: Some(_)
-            }
+            Exposure::WithinClusterQueue { policy: WithinClusterQueue::LowerPriority, outranking: Some(_) }
         ));
-        assert_eq!(
-            exposure(&state, "team-a-shared-cq", 1000),
-            None,
-            "nothing outranks the top class"
-        );
-        assert!(
-            exposure(&state, "team-a-fifo-cq", 1000).is_some(),
-            "equal priority, older workload preempts"
-        );
+        assert_eq!(exposure(&state, "team-a-shared-cq", 1000), None, "nothing outranks the top class");
+        assert!(exposure(&state, "team-a-fifo-cq", 1000).is_some(), "equal priority, older workload preempts");
     }
 
     #[test]
@@ -602,17 +464,10 @@ mod tests {
         ]);
         assert!(matches!(
             exposure(&state, "borrower", 5),
-            Some(Exposure::Cohort {
-                policy: ReclaimWithinCohort::LowerPriority,
-                ..
-            })
+            Some(Exposure::Cohort { policy: ReclaimWithinCohort::LowerPriority, .. })
         ));
         assert_eq!(exposure(&state, "borrower", 10), None);
-        assert_eq!(
-            exposure(&state, "lender", 0),
-            None,
-            "a queue is not reclaimed by its own policy"
-        );
+        assert_eq!(exposure(&state, "lender", 0), None, "a queue is not reclaimed by its own policy");
     }
 
     #[test]
@@ -643,8 +498,8 @@ mod tests {
             "Job team-a-namespace/evalhub-3f2a is an evaluation that cannot checkpoint, but Kueue could preempt it and \
              it would restart from zero: via LocalQueue 'shared-queue', ClusterQueue 'team-a-shared-cq' has \
              preemption.withinClusterQueue LowerPriority, its priority is 100 (WorkloadPriorityClass 'experimental'), \
-             and WorkloadPriorityClass 'aiperf-high' (1000) outranks it. To fix: use WorkloadPriorityClass \
-             'aiperf-high' (1000) (label kueue.x-k8s.io/priority-class: aiperf-high), which nothing outranks; or \
+             and WorkloadPriorityClass 'aiperf-high' (1000) outranks it. To fix: use a priority nothing outranks, 1000 \
+             (label kueue.x-k8s.io/priority-class: aiperf-high or label kueue.x-k8s.io/priority-class: production); or \
              submit to a LocalQueue whose ClusterQueue cannot preempt it (eval-queue); or if it does \
              checkpoint, annotate it eval-admission.io/checkpointing: \"true\"."
         );
@@ -654,9 +509,7 @@ mod tests {
     fn checkpointing_evaluations_may_be_preempted() {
         let state = seed_state();
         let mut job = evalhub_job_with("team-a-namespace", Some("shared-queue"), &[]);
-        job.metadata.annotations = Some(crate::workload::SelectedAnnotations {
-            checkpointing: Some("true".into()),
-        });
+        job.metadata.annotations = Some(crate::workload::SelectedAnnotations { checkpointing: Some("true".into()) });
         let priority = workload_priority(&state, job_subject(&job)).unwrap();
         assert!(check_preemption(&state, job_subject(&job), "shared-queue", &priority).is_ok());
     }
@@ -664,24 +517,19 @@ mod tests {
     #[test]
     fn the_cohort_denial_offers_no_priority_fix() {
         let state = seed_state();
-        let jobset = aiperf_jobset(
-            "my-benchmarks",
-            Some("shared-gpu-queue"),
-            &[("controller", None), ("workers", None)],
-        );
+        let jobset =
+            aiperf_jobset("my-benchmarks", Some("shared-gpu-queue"), &[("controller", None), ("workers", None)]);
         let subject = jobset_subject(&jobset);
         let priority = workload_priority(&state, subject).unwrap();
         let denial = check_preemption(&state, subject, "shared-gpu-queue", &priority).unwrap_err();
-        assert!(denial.message.contains("cohort tree 'gpu-root', where ClusterQueue 'research-cq' has preemption.reclaimWithinCohort Any"), "{}", denial.message);
         assert!(
-            !denial.message.contains("nothing outranks"),
+            denial.message.contains(
+                "cohort tree 'gpu-root', where ClusterQueue 'research-cq' has preemption.reclaimWithinCohort Any"
+            ),
             "{}",
             denial.message
         );
-        assert!(
-            denial.message.contains("(aiperf-queue)"),
-            "{}",
-            denial.message
-        );
+        assert!(!denial.message.contains("nothing outranks"), "{}", denial.message);
+        assert!(denial.message.contains("(aiperf-queue)"), "{}", denial.message);
     }
 }

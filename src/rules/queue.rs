@@ -27,16 +27,11 @@ impl QueueSource {
 
 /// The queue a new workload should carry: its own label, else the namespace
 /// annotation, else a LocalQueue named `default`. `Ok(None)`: it bypasses Kueue.
-pub fn resolve(
-    view: &impl ClusterView,
-    subject: Subject<'_>,
-) -> Result<Option<(String, QueueSource)>, Denial> {
+pub fn resolve(view: &impl ClusterView, subject: Subject<'_>) -> Result<Option<(String, QueueSource)>, Denial> {
     if let Some(name) = subject.workload.queue_name() {
         return Ok(Some((name.to_string(), QueueSource::Label)));
     }
-    let annotated = view
-        .namespace(subject.namespace)
-        .and_then(|ns| ns.default_queue.as_deref());
+    let annotated = view.namespace(subject.namespace).and_then(|ns| ns.default_queue.as_deref());
     if let Some(name) = annotated {
         if !is_valid_queue_name(name) {
             return Err(Denial::new(
@@ -51,24 +46,21 @@ pub fn resolve(
         }
         return Ok(Some((name.to_string(), QueueSource::NamespaceAnnotation)));
     }
-    if view
-        .local_queue(subject.namespace, DEFAULT_LOCAL_QUEUE)
-        .is_some()
-    {
-        return Ok(Some((
-            DEFAULT_LOCAL_QUEUE.to_string(),
-            QueueSource::DefaultLocalQueue,
-        )));
+    if view.local_queue(subject.namespace, DEFAULT_LOCAL_QUEUE).is_some() {
+        return Ok(Some((DEFAULT_LOCAL_QUEUE.to_string(), QueueSource::DefaultLocalQueue)));
     }
     Ok(None)
 }
 
-/// The warning for a workload that ends up with no queue at all.
+/// The warning for a workload that ends up with no queue at all. Warnings leave
+/// out the object's name: kubectl prints them beside it, and the API server
+/// truncates long ones.
 pub fn bypass_warning(subject: Subject<'_>) -> String {
     format!(
-        "{subject} has no {QUEUE_NAME_LABEL} label and namespace '{ns}' sets no default queue: it bypasses Kueue \
-         and runs without quota. Set the label or annotate the namespace with {DEFAULT_QUEUE_ANNOTATION}.",
-        ns = subject.namespace
+        "no {QUEUE_NAME_LABEL} label and namespace '{ns}' has no default queue: this {kind} bypasses Kueue and runs \
+         without quota. Set the label, or annotate the namespace with {DEFAULT_QUEUE_ANNOTATION}.",
+        ns = subject.namespace,
+        kind = subject.kind
     )
 }
 
@@ -108,9 +100,7 @@ pub fn check_local_queue(
              and evicts what it admitted, until its owner sets stopPolicy None."
         )),
     }
-    if !local_queue.cluster_queue.is_empty()
-        && view.cluster_queue(&local_queue.cluster_queue).is_none()
-    {
+    if !local_queue.cluster_queue.is_empty() && view.cluster_queue(&local_queue.cluster_queue).is_none() {
         warnings.push(format!(
             "LocalQueue '{queue}' in namespace '{namespace}' points to ClusterQueue '{}', which does not exist: \
              the workload waits until a cluster administrator creates it.",
@@ -120,27 +110,18 @@ pub fn check_local_queue(
     Ok(warnings)
 }
 
-fn missing_local_queue(
-    view: &impl ClusterView,
-    subject: Subject<'_>,
-    queue: &str,
-    source: QueueSource,
-) -> Denial {
+fn missing_local_queue(view: &impl ClusterView, subject: Subject<'_>, queue: &str, source: QueueSource) -> Denial {
     let namespace = subject.namespace;
     let existing = closest_first(queue, view.local_queues(namespace).map(|(name, _)| name));
     let fix_source = match source {
         QueueSource::Label => format!("set label {QUEUE_NAME_LABEL} to one of them"),
         QueueSource::NamespaceAnnotation => {
-            format!(
-                "ask the namespace owner to point annotation {DEFAULT_QUEUE_ANNOTATION} at one of them"
-            )
+            format!("ask the namespace owner to point annotation {DEFAULT_QUEUE_ANNOTATION} at one of them")
         }
         QueueSource::DefaultLocalQueue => "use one of them".to_string(),
     };
     let choices = if existing.is_empty() {
-        format!(
-            "Namespace '{namespace}' has no LocalQueues. Ask the namespace owner to create LocalQueue '{queue}'."
-        )
+        format!("Namespace '{namespace}' has no LocalQueues. Ask the namespace owner to create LocalQueue '{queue}'.")
     } else {
         format!(
             "LocalQueues in '{namespace}': {}. To fix: {fix_source}, or ask the namespace owner to create \
@@ -160,9 +141,7 @@ fn missing_local_queue(
 
 /// Names sorted by edit distance to `wanted`, then alphabetically: the likely typo first.
 pub fn closest_first<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut ranked: Vec<(usize, &str)> = names
-        .map(|name| (edit_distance(wanted, name), name))
-        .collect();
+    let mut ranked: Vec<(usize, &str)> = names.map(|name| (edit_distance(wanted, name), name)).collect();
     ranked.sort();
     ranked.into_iter().map(|(_, name)| name).collect()
 }
@@ -203,10 +182,7 @@ mod tests {
     fn the_label_wins_then_the_annotation_then_the_default_queue() {
         let state = seed_state();
         let labelled = evalhub_job("team-a-namespace", Some("eval-queue"));
-        assert_eq!(
-            resolve(&state, job_subject(&labelled)).unwrap(),
-            Some(("eval-queue".into(), QueueSource::Label))
-        );
+        assert_eq!(resolve(&state, job_subject(&labelled)).unwrap(), Some(("eval-queue".into(), QueueSource::Label)));
         let unlabelled = evalhub_job("team-a-namespace", None);
         assert_eq!(
             resolve(&state, job_subject(&unlabelled)).unwrap(),
@@ -229,19 +205,14 @@ mod tests {
         let job = evalhub_job("odd", None);
         let denial = resolve(&state, job_subject(&job)).unwrap_err();
         assert_eq!(denial.reason, Reason::InvalidDefaultQueue);
-        assert!(
-            denial.message.contains("'Eval_Queue'"),
-            "{}",
-            denial.message
-        );
+        assert!(denial.message.contains("'Eval_Queue'"), "{}", denial.message);
     }
 
     #[test]
     fn a_missing_queue_lists_the_existing_ones_closest_first() {
         let state = seed_state();
         let job = evalhub_job("team-a-namespace", Some("eval-queu"));
-        let denial = check_local_queue(&state, job_subject(&job), "eval-queu", QueueSource::Label)
-            .unwrap_err();
+        let denial = check_local_queue(&state, job_subject(&job), "eval-queu", QueueSource::Label).unwrap_err();
         assert_eq!(denial.reason, Reason::MissingLocalQueue);
         assert_eq!(
             denial.message,
@@ -256,13 +227,7 @@ mod tests {
     fn a_missing_queue_in_an_empty_namespace_says_there_are_none() {
         let state = seed_state();
         let job = evalhub_job("plain", Some("aiperf-queue"));
-        let denial = check_local_queue(
-            &state,
-            job_subject(&job),
-            "aiperf-queue",
-            QueueSource::Label,
-        )
-        .unwrap_err();
+        let denial = check_local_queue(&state, job_subject(&job), "aiperf-queue", QueueSource::Label).unwrap_err();
         assert!(denial.message.ends_with(
             "Namespace 'plain' has no LocalQueues. Ask the namespace owner to create LocalQueue 'aiperf-queue'."
         ));
@@ -270,15 +235,13 @@ mod tests {
 
     #[test]
     fn without_kueue_the_message_is_the_operator_preflight_one() {
-        let state =
-            state_with(&["apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a-namespace}\n"]);
+        let state = state_with(&["apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a-namespace}\n"]);
         let job = evalhub_job("team-a-namespace", Some("eval-queue"));
-        let denial = check_local_queue(&state, job_subject(&job), "eval-queue", QueueSource::Label)
-            .unwrap_err();
+        let denial = check_local_queue(&state, job_subject(&job), "eval-queue", QueueSource::Label).unwrap_err();
         assert_eq!(denial.reason, Reason::KueueNotInstalled);
-        assert!(denial.message.starts_with(
-            "Kueue is not installed, but LocalQueue 'eval-queue' was explicitly requested"
-        ));
+        assert!(
+            denial.message.starts_with("Kueue is not installed, but LocalQueue 'eval-queue' was explicitly requested")
+        );
     }
 
     #[test]
@@ -291,20 +254,14 @@ mod tests {
             "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: drained, namespace: a}\nspec: {clusterQueue: gone-cq, stopPolicy: HoldAndDrain}\n",
         ]);
         let job_a = evalhub_job("a", Some("held"));
-        let warnings =
-            check_local_queue(&held, job_subject(&job_a), "held", QueueSource::Label).unwrap();
+        let warnings = check_local_queue(&held, job_subject(&job_a), "held", QueueSource::Label).unwrap();
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("stopPolicy Hold:"), "{warnings:?}");
-        let warnings =
-            check_local_queue(&held, job_subject(&job_a), "drained", QueueSource::Label).unwrap();
+        let warnings = check_local_queue(&held, job_subject(&job_a), "drained", QueueSource::Label).unwrap();
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].contains("HoldAndDrain"));
         assert!(warnings[1].contains("ClusterQueue 'gone-cq', which does not exist"));
-        assert!(
-            check_local_queue(&state, job_subject(&job), "eval-queue", QueueSource::Label)
-                .unwrap()
-                .is_empty()
-        );
+        assert!(check_local_queue(&state, job_subject(&job), "eval-queue", QueueSource::Label).unwrap().is_empty());
     }
 
     #[test]

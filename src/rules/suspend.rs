@@ -13,12 +13,7 @@ pub fn must_start_suspended(queue: Option<&str>) -> bool {
 
 /// Only Kueue's controller may flip `spec.suspend` from true to false on a queued
 /// evaluation; anyone else would start it outside Kueue's quota.
-pub fn check_unsuspend(
-    config: &Config,
-    subject: Subject<'_>,
-    old: &Workload,
-    username: &str,
-) -> Result<(), Denial> {
+pub fn check_unsuspend(config: &Config, subject: Subject<'_>, old: &Workload, username: &str) -> Result<(), Denial> {
     let new = subject.workload;
     let unsuspended = old.is_suspended() && !new.is_suspended();
     let Some(queue) = new.queue_name() else {
@@ -51,14 +46,8 @@ mod tests {
     #[test]
     fn only_kueue_unsuspends_a_queued_workload() {
         let config = Config::default();
-        let old = with_suspend(
-            evalhub_job("team-a-namespace", Some("eval-queue")),
-            Some(true),
-        );
-        let new = with_suspend(
-            evalhub_job("team-a-namespace", Some("eval-queue")),
-            Some(false),
-        );
+        let old = with_suspend(evalhub_job("team-a-namespace", Some("eval-queue")), Some(true));
+        let new = with_suspend(evalhub_job("team-a-namespace", Some("eval-queue")), Some(false));
         let denial = check_unsuspend(&config, job_subject(&new), &old, "alice").unwrap_err();
         assert_eq!(denial.reason, Reason::UnsuspendNotAllowed);
         assert!(denial.message.contains("alice tried"), "{}", denial.message);
@@ -77,14 +66,8 @@ mod tests {
             check_unsuspend(&config, job_subject(&unset), &old, "alice").is_err(),
             "removing suspend unsuspends too"
         );
-        assert!(
-            check_unsuspend(&config, job_subject(&old), &old, "alice").is_ok(),
-            "no change"
-        );
-        assert!(
-            check_unsuspend(&config, job_subject(&old), &new, "alice").is_ok(),
-            "suspending is always allowed"
-        );
+        assert!(check_unsuspend(&config, job_subject(&old), &old, "alice").is_ok(), "no change");
+        assert!(check_unsuspend(&config, job_subject(&old), &new, "alice").is_ok(), "suspending is always allowed");
     }
 
     #[test]

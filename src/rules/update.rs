@@ -72,10 +72,7 @@ mod tests {
     }
 
     fn relabel(mut workload: Workload, key: &str, value: Option<&str>) -> Workload {
-        let labels = workload
-            .metadata
-            .labels
-            .get_or_insert_with(Default::default);
+        let labels = workload.metadata.labels.get_or_insert_with(Default::default);
         match value {
             Some(value) => labels.insert(key.into(), value.into()),
             None => labels.remove(key),
@@ -97,29 +94,19 @@ mod tests {
         let (config, state) = (Config::default(), seed_state());
         let running = suspended(evalhub_job("team-a-namespace", Some("eval-queue")), false);
         let moved = relabel(running.clone(), QUEUE_NAME_LABEL, Some("held-queue"));
-        let denial =
-            check_update(&config, &state, job_subject(&moved), &running, "alice").unwrap_err();
+        let denial = check_update(&config, &state, job_subject(&moved), &running, "alice").unwrap_err();
         assert_eq!(denial.reason, Reason::QueueChangedWhileRunning);
 
         let waiting = suspended(evalhub_job("team-a-namespace", Some("eval-queue")), true);
         let to_held = relabel(waiting.clone(), QUEUE_NAME_LABEL, Some("held-queue"));
-        let (warnings, changed) =
-            check_update(&config, &state, job_subject(&to_held), &waiting, "alice").unwrap();
+        let (warnings, changed) = check_update(&config, &state, job_subject(&to_held), &waiting, "alice").unwrap();
         assert!(changed);
         assert_eq!(warnings.len(), 1, "held queue warns: {warnings:?}");
         let to_missing = relabel(waiting.clone(), QUEUE_NAME_LABEL, Some("nope"));
-        let denial =
-            check_update(&config, &state, job_subject(&to_missing), &waiting, "alice").unwrap_err();
+        let denial = check_update(&config, &state, job_subject(&to_missing), &waiting, "alice").unwrap_err();
         assert_eq!(denial.reason, Reason::MissingLocalQueue);
         let to_preemptive = relabel(waiting.clone(), QUEUE_NAME_LABEL, Some("shared-queue"));
-        let denial = check_update(
-            &config,
-            &state,
-            job_subject(&to_preemptive),
-            &waiting,
-            "alice",
-        )
-        .unwrap_err();
+        let denial = check_update(&config, &state, job_subject(&to_preemptive), &waiting, "alice").unwrap_err();
         assert_eq!(denial.reason, Reason::Preemptible);
     }
 
@@ -134,29 +121,17 @@ mod tests {
             ),
             true,
         );
-        let lowered = relabel(
-            old.clone(),
-            "kueue.x-k8s.io/priority-class",
-            Some("experimental"),
-        );
+        let lowered = relabel(old.clone(), "kueue.x-k8s.io/priority-class", Some("experimental"));
         assert_eq!(
-            check_update(&config, &state, job_subject(&lowered), &old, "alice")
-                .unwrap_err()
-                .reason,
+            check_update(&config, &state, job_subject(&lowered), &old, "alice").unwrap_err().reason,
             Reason::Preemptible
         );
         let missing = relabel(old.clone(), "kueue.x-k8s.io/priority-class", Some("urgent"));
         assert_eq!(
-            check_update(&config, &state, job_subject(&missing), &old, "alice")
-                .unwrap_err()
-                .reason,
+            check_update(&config, &state, job_subject(&missing), &old, "alice").unwrap_err().reason,
             Reason::MissingWorkloadPriorityClass
         );
-        let raised = relabel(
-            old.clone(),
-            "kueue.x-k8s.io/priority-class",
-            Some("aiperf-high"),
-        );
+        let raised = relabel(old.clone(), "kueue.x-k8s.io/priority-class", Some("aiperf-high"));
         assert!(check_update(&config, &state, job_subject(&raised), &old, "alice").is_ok());
     }
 
@@ -166,8 +141,7 @@ mod tests {
         // The queue was deleted after creation: a finalizer edit must still pass.
         let old = suspended(evalhub_job("team-a-namespace", Some("deleted-queue")), true);
         let new = relabel(old.clone(), "team", Some("a"));
-        let (warnings, changed) =
-            check_update(&config, &state, job_subject(&new), &old, "alice").unwrap();
+        let (warnings, changed) = check_update(&config, &state, job_subject(&new), &old, "alice").unwrap();
         assert!(warnings.is_empty() && !changed);
         // Kueue's own unsuspend is fine.
         let admitted = suspended(old.clone(), false);

@@ -1,0 +1,31 @@
+# eval-admission: build, run, test. Build outputs are cached outside the clone
+# (CACHE), so a fresh clone on the same machine reuses them.
+CACHE ?= $(HOME)/.cache/eval-admission
+export CARGO_TARGET_DIR ?= $(CACHE)/target
+CARGO ?= cargo
+
+.PHONY: build test unit review fmt lint
+
+build:
+	$(CARGO) build --release --locked
+
+# The README's test command: every test there is.
+test:
+	$(CARGO) test --locked --all-targets
+
+unit:
+	$(CARGO) test --locked --lib
+
+# Every shipped example through the offline admission chain.
+review: build
+	@for f in examples/evalhub-job.yaml examples/aiperf-jobset.yaml examples/job-*.yaml examples/aiperf-jobset-cohort.yaml examples/review-unsuspend.yaml; do \
+	  cluster=examples/cluster.yaml; case $$f in *kueue-not-installed*) cluster=examples/cluster-without-kueue.yaml;; esac; \
+	  $(CARGO_TARGET_DIR)/release/eval-admission review --cluster $$cluster $$f >/dev/null; echo "exit $$? $$f"; \
+	done
+
+fmt:
+	$(CARGO) fmt --all
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --locked --all-targets -- -D warnings

@@ -1,0 +1,152 @@
+//! The `review` command on the shipped examples: each rule shows itself, and bad
+//! input exits 2 with a one-line reason and no panic.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use base64::Engine;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
+
+fn examples(file: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(file).display().to_string()
+}
+
+fn review_with(cluster: &str, request: &str) -> Output {
+    Command::new(BIN)
+        .args(["review", "--cluster", &examples(cluster), "--config", &examples("config.yaml"), request])
+        .output()
+        .expect("runs the binary")
+}
+
+/// Runs `review` on an example and returns (exit code, printed JSON).
+fn review(request: &str) -> (i32, Value) {
+    let cluster = if request.contains("kueue-not-installed") { "cluster-without-kueue.yaml" } else { "cluster.yaml" };
+    let output = review_with(cluster, &examples(request));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let printed = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{request}: not JSON ({e}): {stdout}"));
+    (output.status.code().unwrap(), printed)
+}
+
+fn patch_of(printed: &Value) -> Value {
+    let encoded = printed["mutating"]["response"]["patch"].as_str().expect("a patch");
+    serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(encoded).unwrap()).unwrap()
+}
+
+fn denial(printed: &Value) -> (String, String) {
+    let response = &printed["validating"]["response"];
+    assert_eq!(response["allowed"], false);
+    assert_eq!(response["status"]["code"], 403);
+    (response["auditAnnotations"]["reason"].as_str().unwrap().into(), response["status"]["message"].as_str().unwrap().into())
+}
+
+#[test]
+fn evalhub_job_is_labelled_suspended_and_allowed() {
+    let (code, printed) = review("evalhub-job.yaml");
+    assert_eq!(code, 0);
+    assert_eq!(printed["mutating"]["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(printed["mutating"]["response"]["patchType"], "JSONPatch");
+    assert_eq!(
+        patch_of(&printed),
+        serde_json::json!([{"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name", "value": "eval-queue"},
+                           {"op": "add", "path": "/spec/suspend", "value": true}])
+    );
+    assert_eq!(printed["object"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "eval-queue");
+    assert_eq!(printed["object"]["spec"]["suspend"], true);
+    assert_eq!(printed["validating"]["response"]["allowed"], true);
+    assert!(printed["validating"]["response"].get("patch").is_none(), "only the mutating response carries a patch");
+}
+
+#[test]
+fn aiperf_jobset_gets_the_annotation_default_that_aiperf_ignores() {
+    let (code, printed) = review("aiperf-jobset.yaml");
+    assert_eq!(code, 0);
+    assert_eq!(printed["object"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "aiperf-queue");
+    assert_eq!(printed["object"]["spec"]["suspend"], true);
+    // The rest of the object is untouched.
+    assert_eq!(printed["object"]["spec"]["replicatedJobs"][1]["replicas"], 4);
+}
+
+#[test]
+fn each_denial_has_its_reason_and_an_actionable_message() {
+    let cases = [
+        ("job-missing-queue.yaml", "missing-local-queue", "LocalQueues in 'team-a-namespace': eval-queue, held-queue"),
+        ("job-kueue-not-installed.yaml", "kueue-not-installed", "Kueue is not installed, but LocalQueue 'eval-queue' was explicitly requested"),
+        ("job-missing-priority-class.yaml", "missing-workload-priority-class", "WorkloadPriorityClass 'urgent'"),
+        ("job-missing-pod-priority-class.yaml", "missing-priority-class", "PriorityClass 'gpu-urgent' in spec.template"),
+        ("job-preemptible.yaml", "preemptible", "ClusterQueue 'team-a-shared-cq' has preemption.withinClusterQueue LowerPriority"),
+        ("aiperf-jobset-cohort.yaml", "preemptible", "ClusterQueue 'research-cq' has preemption.reclaimWithinCohort Any"),
+        ("review-unsuspend.yaml", "unsuspend-not-allowed", "alice tried"),
+    ];
+    for (file, reason, phrase) in cases {
+        let (code, printed) = review(file);
+        assert_eq!(code, 1, "{file} exits 1 when denied");
+        let (got_reason, message) = denial(&printed);
+        assert_eq!(got_reason, reason, "{file}");
+        assert!(message.contains(phrase), "{file}: {message}");
+        assert!(message.contains("To fix:") || message.contains("Remove the label") || message.contains("Use one of") || message.contains("Kueue starts it"), "{file} says the way out: {message}");
+    }
+}
+
+#[test]
+fn soft_findings_are_warnings() {
+    for (file, warning_on, phrase) in [
+        ("job-held-queue.yaml", "validating", "stopPolicy Hold"),
+        ("job-orphan-queue.yaml", "validating", "ClusterQueue 'retired-cq', which does not exist"),
+        ("job-bypass.yaml", "mutating", "bypasses Kueue"),
+    ] {
+        let (code, printed) = review(file);
+        assert_eq!(code, 0, "{file}");
+        let warnings = printed[warning_on]["response"]["warnings"].as_array().unwrap_or_else(|| panic!("{file}: {printed}"));
+        assert!(warnings.iter().any(|w| w.as_str().unwrap().contains(phrase)), "{file}: {warnings:?}");
+        assert!(warnings.iter().all(|w| w.as_str().unwrap().len() <= 256), "{file}: the API server truncates long warnings");
+    }
+}
+
+#[test]
+fn checkpointing_evaluations_are_allowed_where_others_are_not() {
+    let (code, printed) = review("job-checkpointing.yaml");
+    assert_eq!(code, 0);
+    assert_eq!(printed["validating"]["response"]["allowed"], true);
+}
+
+#[test]
+fn the_uid_of_an_admission_review_is_echoed() {
+    let (_, printed) = review("review-unsuspend.yaml");
+    assert_eq!(printed["mutating"]["response"]["uid"], "7d0c1f0e-2a4b-4c6d-8e9f-0a1b2c3d4e5f");
+    assert_eq!(printed["validating"]["response"]["uid"], "7d0c1f0e-2a4b-4c6d-8e9f-0a1b2c3d4e5f");
+}
+
+#[test]
+fn unusable_input_exits_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path.display().to_string()
+    };
+    let job = std::fs::read_to_string(examples("evalhub-job.yaml")).unwrap();
+    let cases = [
+        ("truncated", write("truncated.yaml", &job.as_bytes()[..job.len() / 2 + 7])),
+        ("garbage", write("garbage.bin", &[0xff, 0xd8, 0x00, 0x13, 0x37, 0x00, 0xfe])),
+        ("wrong kind", write("deploy.yaml", b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x, namespace: a}\n")),
+        ("no namespace", write("nons.yaml", job.replace("  namespace: team-a-namespace\n  labels", "  labels").as_bytes())),
+        ("empty", write("empty.yaml", b"")),
+        ("missing file", dir.path().join("nope.yaml").display().to_string()),
+        ("review without request", write("r.json", br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#)),
+    ];
+    for (what, path) in cases {
+        let output = review_with("cluster.yaml", &path);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{what}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{what}: one line: {stderr}");
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+        assert!(output.stdout.is_empty(), "{what}: nothing on stdout");
+    }
+    // A bad cluster file is unusable input too.
+    let bad_cluster = write("cluster.yaml", b"apiVersion: v1\nkind: Namespace\nmetadata: {name: [");
+    let output = Command::new(BIN).args(["review", "--cluster", &bad_cluster, &examples("evalhub-job.yaml")]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not valid YAML"));
+}
