@@ -7,4 +7,6 @@ pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod rules;
+pub mod server;
+pub mod telemetry;
 pub mod workload;

@@ -26,6 +26,8 @@ enum Command {
         /// An AdmissionReview (JSON or YAML) or a bare Job or JobSet manifest.
         request: PathBuf,
     },
+    /// Run the HTTPS admission webhook server.
+    Serve(eval_admission::server::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +42,22 @@ fn main() -> ExitCode {
                 Err(error) => {
                     eprintln!("eval-admission: {error}");
                     ExitCode::from(2)
+                }
+            }
+        }
+        Command::Serve(args) => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    eprintln!("eval-admission: cannot start the runtime: {error}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match runtime.block_on(eval_admission::server::serve(args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("eval-admission: {error}");
+                    ExitCode::FAILURE
                 }
             }
         }

@@ -38,7 +38,10 @@ fn denial(printed: &Value) -> (String, String) {
     let response = &printed["validating"]["response"];
     assert_eq!(response["allowed"], false);
     assert_eq!(response["status"]["code"], 403);
-    (response["auditAnnotations"]["reason"].as_str().unwrap().into(), response["status"]["message"].as_str().unwrap().into())
+    (
+        response["auditAnnotations"]["reason"].as_str().unwrap().into(),
+        response["status"]["message"].as_str().unwrap().into(),
+    )
 }
 
 #[test]
@@ -72,11 +75,27 @@ fn aiperf_jobset_gets_the_annotation_default_that_aiperf_ignores() {
 fn each_denial_has_its_reason_and_an_actionable_message() {
     let cases = [
         ("job-missing-queue.yaml", "missing-local-queue", "LocalQueues in 'team-a-namespace': eval-queue, held-queue"),
-        ("job-kueue-not-installed.yaml", "kueue-not-installed", "Kueue is not installed, but LocalQueue 'eval-queue' was explicitly requested"),
+        (
+            "job-kueue-not-installed.yaml",
+            "kueue-not-installed",
+            "Kueue is not installed, but LocalQueue 'eval-queue' was explicitly requested",
+        ),
         ("job-missing-priority-class.yaml", "missing-workload-priority-class", "WorkloadPriorityClass 'urgent'"),
-        ("job-missing-pod-priority-class.yaml", "missing-priority-class", "PriorityClass 'gpu-urgent' in spec.template"),
-        ("job-preemptible.yaml", "preemptible", "ClusterQueue 'team-a-shared-cq' has preemption.withinClusterQueue LowerPriority"),
-        ("aiperf-jobset-cohort.yaml", "preemptible", "ClusterQueue 'research-cq' has preemption.reclaimWithinCohort Any"),
+        (
+            "job-missing-pod-priority-class.yaml",
+            "missing-priority-class",
+            "PriorityClass 'gpu-urgent' in spec.template",
+        ),
+        (
+            "job-preemptible.yaml",
+            "preemptible",
+            "ClusterQueue 'team-a-shared-cq' has preemption.withinClusterQueue LowerPriority",
+        ),
+        (
+            "aiperf-jobset-cohort.yaml",
+            "preemptible",
+            "ClusterQueue 'research-cq' has preemption.reclaimWithinCohort Any",
+        ),
         ("review-unsuspend.yaml", "unsuspend-not-allowed", "alice tried"),
     ];
     for (file, reason, phrase) in cases {
@@ -85,7 +104,13 @@ fn each_denial_has_its_reason_and_an_actionable_message() {
         let (got_reason, message) = denial(&printed);
         assert_eq!(got_reason, reason, "{file}");
         assert!(message.contains(phrase), "{file}: {message}");
-        assert!(message.contains("To fix:") || message.contains("Remove the label") || message.contains("Use one of") || message.contains("Kueue starts it"), "{file} says the way out: {message}");
+        assert!(
+            message.contains("To fix:")
+                || message.contains("Remove the label")
+                || message.contains("Use one of")
+                || message.contains("Kueue starts it"),
+            "{file} says the way out: {message}"
+        );
     }
 }
 
@@ -98,9 +123,13 @@ fn soft_findings_are_warnings() {
     ] {
         let (code, printed) = review(file);
         assert_eq!(code, 0, "{file}");
-        let warnings = printed[warning_on]["response"]["warnings"].as_array().unwrap_or_else(|| panic!("{file}: {printed}"));
+        let warnings =
+            printed[warning_on]["response"]["warnings"].as_array().unwrap_or_else(|| panic!("{file}: {printed}"));
         assert!(warnings.iter().any(|w| w.as_str().unwrap().contains(phrase)), "{file}: {warnings:?}");
-        assert!(warnings.iter().all(|w| w.as_str().unwrap().len() <= 256), "{file}: the API server truncates long warnings");
+        assert!(
+            warnings.iter().all(|w| w.as_str().unwrap().len() <= 256),
+            "{file}: the API server truncates long warnings"
+        );
     }
 }
 
@@ -130,11 +159,20 @@ fn unusable_input_exits_2_with_one_line() {
     let cases = [
         ("truncated", write("truncated.yaml", &job.as_bytes()[..job.len() / 2 + 7])),
         ("garbage", write("garbage.bin", &[0xff, 0xd8, 0x00, 0x13, 0x37, 0x00, 0xfe])),
-        ("wrong kind", write("deploy.yaml", b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x, namespace: a}\n")),
-        ("no namespace", write("nons.yaml", job.replace("  namespace: team-a-namespace\n  labels", "  labels").as_bytes())),
+        (
+            "wrong kind",
+            write("deploy.yaml", b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x, namespace: a}\n"),
+        ),
+        (
+            "no namespace",
+            write("nons.yaml", job.replace("  namespace: team-a-namespace\n  labels", "  labels").as_bytes()),
+        ),
         ("empty", write("empty.yaml", b"")),
         ("missing file", dir.path().join("nope.yaml").display().to_string()),
-        ("review without request", write("r.json", br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#)),
+        (
+            "review without request",
+            write("r.json", br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#),
+        ),
     ];
     for (what, path) in cases {
         let output = review_with("cluster.yaml", &path);
@@ -146,7 +184,8 @@ fn unusable_input_exits_2_with_one_line() {
     }
     // A bad cluster file is unusable input too.
     let bad_cluster = write("cluster.yaml", b"apiVersion: v1\nkind: Namespace\nmetadata: {name: [");
-    let output = Command::new(BIN).args(["review", "--cluster", &bad_cluster, &examples("evalhub-job.yaml")]).output().unwrap();
+    let output =
+        Command::new(BIN).args(["review", "--cluster", &bad_cluster, &examples("evalhub-job.yaml")]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("not valid YAML"));
 }

@@ -4,6 +4,7 @@
 //! [`ClusterState`] implements it with plain maps; it is filled either from a
 //! state file ([`state_file`]) or, in a cluster, by watch caches ([`watch`]).
 
+pub mod cache;
 pub mod objects;
 pub mod state_file;
 pub mod watch;
@@ -92,33 +93,47 @@ impl ClusterState {
         }
     }
 
-    pub fn remove_namespace(&mut self, name: &str) {
-        self.namespaces.remove(name);
-    }
-
-    pub fn remove_local_queue(&mut self, namespace: &str, name: &str) {
-        if let Some(queues) = self.local_queues.get_mut(namespace) {
-            queues.remove(name);
-            if queues.is_empty() {
-                self.local_queues.remove(namespace);
+    /// Removes one object by kind, namespace (empty when cluster-scoped) and name.
+    pub fn remove(&mut self, kind: &str, namespace: &str, name: &str) {
+        match kind {
+            "Namespace" => {
+                self.namespaces.remove(name);
             }
+            "LocalQueue" => {
+                if let Some(queues) = self.local_queues.get_mut(namespace) {
+                    queues.remove(name);
+                    if queues.is_empty() {
+                        self.local_queues.remove(namespace);
+                    }
+                }
+            }
+            "ClusterQueue" => {
+                self.cluster_queues.remove(name);
+            }
+            "Cohort" => {
+                self.cohorts.remove(name);
+            }
+            "WorkloadPriorityClass" => {
+                self.workload_priority_classes.remove(name);
+            }
+            "PriorityClass" => {
+                self.priority_classes.remove(name);
+            }
+            _ => {}
         }
     }
 
-    pub fn remove_cluster_queue(&mut self, name: &str) {
-        self.cluster_queues.remove(name);
-    }
-
-    pub fn remove_cohort(&mut self, name: &str) {
-        self.cohorts.remove(name);
-    }
-
-    pub fn remove_workload_priority_class(&mut self, name: &str) {
-        self.workload_priority_classes.remove(name);
-    }
-
-    pub fn remove_priority_class(&mut self, name: &str) {
-        self.priority_classes.remove(name);
+    /// Drops every object of one kind: a watch relist replaces them all.
+    pub fn clear_kind(&mut self, kind: &str) {
+        match kind {
+            "Namespace" => self.namespaces.clear(),
+            "LocalQueue" => self.local_queues.clear(),
+            "ClusterQueue" => self.cluster_queues.clear(),
+            "Cohort" => self.cohorts.clear(),
+            "WorkloadPriorityClass" => self.workload_priority_classes.clear(),
+            "PriorityClass" => self.priority_classes.clear(),
+            _ => {}
+        }
     }
 
     /// Drops every Kueue object: used when the Kueue CRDs disappear.

@@ -1,1 +1,231 @@
-//! Watch caches of the cluster objects: filled in by the live server (see server/).
+//! Watch caches: kube-runtime watchers that keep a [`ClusterCache`] current.
+//!
+//! Every event is pruned to a [`ClusterObject`] at once, so the cache holds only
+//! what the rules read. The LocalQueue CRD is watched too: when Kueue is installed
+//! while we run, its watchers start; when it is removed, they stop and the Kueue
+//! part of the view is cleared.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::core::PartialObjectMeta;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use tokio::task::JoinHandle;
+
+use super::cache::ClusterCache;
+use super::objects::{self, ClusterObject, KUEUE_GROUP, LOCAL_QUEUE_CRD, NamespaceInfo};
+use crate::workload::DEFAULT_QUEUE_ANNOTATION;
+
+/// Kinds whose first list must complete before the view is synced.
+pub const CORE_KINDS: [&str; 3] = ["Namespace", "PriorityClass", "CustomResourceDefinition"];
+const KUEUE_KINDS: [(&str, &str); 4] = [
+    ("LocalQueue", "localqueues"),
+    ("ClusterQueue", "clusterqueues"),
+    ("Cohort", "cohorts"),
+    ("WorkloadPriorityClass", "workloadpriorityclasses"),
+];
+/// Newest first: the first version the API server serves for a kind is used.
+const KUEUE_VERSIONS: [&str; 3] = ["v1beta2", "v1beta1", "v1alpha1"];
+
+/// Starts the watchers; they run until the runtime stops.
+pub fn start(client: kube::Client, cache: Arc<ClusterCache>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let namespaces = tokio::spawn(watch_namespaces(client.clone(), cache.clone()));
+        let priority_classes = tokio::spawn(watch_priority_classes(client.clone(), cache.clone()));
+        watch_kueue_crd(client, cache).await;
+        namespaces.abort();
+        priority_classes.abort();
+    })
+}
+
+/// Applies one watcher stream to the cache. On a (re)list, objects of this kind
+/// that are no longer listed are dropped when the list completes.
+async fn follow<K, S>(
+    kind: &'static str,
+    stream: S,
+    cache: Arc<ClusterCache>,
+    prune: impl Fn(K) -> Option<ClusterObject>,
+    key: impl Fn(&K) -> (String, String),
+) where
+    S: Stream<Item = Result<Event<K>, watcher::Error>>,
+{
+    futures::pin_mut!(stream);
+    let mut relist: Option<Vec<ClusterObject>> = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(Event::Init) => relist = Some(Vec::new()),
+            Ok(Event::InitApply(object)) => {
+                if let (Some(listed), Some(pruned)) = (relist.as_mut(), prune(object)) {
+                    listed.push(pruned);
+                }
+            }
+            Ok(Event::InitDone) => {
+                let listed = relist.take().unwrap_or_default();
+                cache.update(|state| {
+                    state.clear_kind(kind);
+                    for object in listed {
+                        state.apply(object);
+                    }
+                });
+                cache.set_synced(kind);
+                tracing::info!(kind, objects = ?cache.counts(), "watch cache synced");
+            }
+            Ok(Event::Apply(object)) => {
+                if let Some(pruned) = prune(object) {
+                    cache.update(|state| state.apply(pruned));
+                }
+            }
+            Ok(Event::Delete(object)) => {
+                let (namespace, name) = key(&object);
+                cache.update(|state| state.remove(kind, &namespace, &name));
+            }
+            Err(error) => tracing::warn!(kind, %error, "watch failed; retrying with backoff"),
+        }
+    }
+}
+
+async fn watch_namespaces(client: kube::Client, cache: Arc<ClusterCache>) {
+    let api: Api<PartialObjectMeta<Namespace>> = Api::all(client);
+    let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    let prune = |object: PartialObjectMeta<Namespace>| {
+        let default_queue = object.annotations().get(DEFAULT_QUEUE_ANNOTATION).filter(|v| !v.is_empty()).cloned();
+        Some(ClusterObject::Namespace { name: object.name_any(), info: NamespaceInfo { default_queue } })
+    };
+    follow("Namespace", stream, cache, prune, |object| (String::new(), object.name_any())).await;
+}
+
+async fn watch_priority_classes(client: kube::Client, cache: Arc<ClusterCache>) {
+    let api: Api<PriorityClass> = Api::all(client);
+    let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    let prune = |object: PriorityClass| {
+        Some(ClusterObject::PriorityClass {
+            name: object.name_any(),
+            class: objects::PriorityClass {
+                value: object.value,
+                global_default: object.global_default.unwrap_or(false),
+            },
+        })
+    };
+    follow("PriorityClass", stream, cache, prune, |object| (String::new(), object.name_any())).await;
+}
+
+/// Follows the LocalQueue CRD and runs the Kueue watchers while it exists.
+async fn watch_kueue_crd(client: kube::Client, cache: Arc<ClusterCache>) {
+    let api: Api<PartialObjectMeta<CustomResourceDefinition>> = Api::all(client.clone());
+    let config = watcher::Config::default().fields(&format!("metadata.name={LOCAL_QUEUE_CRD}"));
+    let stream = watcher::watcher(api, config).default_backoff();
+    futures::pin_mut!(stream);
+    let mut kueue: Option<JoinHandle<()>> = None;
+    let mut seen_in_list = false;
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(Event::Init) => seen_in_list = false,
+            Ok(Event::InitApply(_)) | Ok(Event::Apply(_)) => {
+                seen_in_list = true;
+                if kueue.as_ref().is_none_or(JoinHandle::is_finished) {
+                    tracing::info!("Kueue CRDs present: starting Kueue watchers");
+                    for (kind, _) in KUEUE_KINDS {
+                        cache.set_pending(kind);
+                    }
+                    cache.update(|state| state.kueue_installed = true);
+                    kueue = Some(tokio::spawn(watch_kueue(client.clone(), cache.clone())));
+                }
+            }
+            Ok(Event::InitDone) => {
+                if !seen_in_list {
+                    stop_kueue(&cache, kueue.take());
+                }
+                cache.set_synced("CustomResourceDefinition");
+            }
+            Ok(Event::Delete(_)) => {
+                tracing::info!("Kueue CRDs removed: stopping Kueue watchers");
+                stop_kueue(&cache, kueue.take());
+            }
+            Err(error) => tracing::warn!(%error, "CRD watch failed; retrying with backoff"),
+        }
+    }
+}
+
+fn stop_kueue(cache: &ClusterCache, running: Option<JoinHandle<()>>) {
+    if let Some(handle) = running {
+        handle.abort();
+    }
+    for (kind, _) in KUEUE_KINDS {
+        cache.set_synced(kind);
+    }
+    cache.set_local_queue_resource(None);
+    cache.update(|state| state.clear_kueue());
+}
+
+/// Discovers the served Kueue versions (retrying while a new CRD is being
+/// established), then watches each Kueue kind.
+async fn watch_kueue(client: kube::Client, cache: Arc<ClusterCache>) {
+    let mut delay = Duration::from_millis(200);
+    let served = loop {
+        match served_kueue_resources(&client).await {
+            Ok(resources) if resources.iter().any(|(kind, _)| *kind == "LocalQueue") => break resources,
+            Ok(_) => tracing::info!("Kueue API not served yet; retrying"),
+            Err(error) => tracing::warn!(%error, "Kueue API discovery failed; retrying"),
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(10));
+    };
+    let mut tasks = Vec::new();
+    for (kind, _) in KUEUE_KINDS {
+        match served.iter().find(|(served_kind, _)| *served_kind == kind) {
+            Some((_, resource)) => {
+                if kind == "LocalQueue" {
+                    cache.set_local_queue_resource(Some(resource.clone()));
+                }
+                tasks.push(tokio::spawn(watch_kueue_kind(client.clone(), cache.clone(), kind, resource.clone())));
+            }
+            // An older Kueue without Cohort objects: nothing to wait for.
+            None => cache.set_synced(kind),
+        }
+    }
+    futures::future::join_all(tasks).await;
+}
+
+async fn watch_kueue_kind(client: kube::Client, cache: Arc<ClusterCache>, kind: &'static str, resource: ApiResource) {
+    let api: Api<DynamicObject> = Api::all_with(client, &resource);
+    let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    let api_version = resource.api_version.clone();
+    let prune = move |object: DynamicObject| {
+        let value = serde_json::to_value(&object).ok()?;
+        match objects::decode(&api_version, kind, value) {
+            Ok(decoded) => decoded,
+            Err(error) => {
+                tracing::warn!(kind, %error, "skipping an object the rules cannot read");
+                None
+            }
+        }
+    };
+    follow(kind, stream, cache, prune, |object| (object.namespace().unwrap_or_default(), object.name_any())).await;
+}
+
+/// For each Kueue kind, the newest version the API server serves.
+async fn served_kueue_resources(client: &kube::Client) -> Result<Vec<(&'static str, ApiResource)>, kube::Error> {
+    let mut found = Vec::new();
+    for version in KUEUE_VERSIONS {
+        let list = match client.list_api_group_resources(&format!("{KUEUE_GROUP}/{version}")).await {
+            Ok(list) => list,
+            Err(kube::Error::Api(status)) if status.code == 404 => continue,
+            Err(error) => return Err(error),
+        };
+        for (kind, plural) in KUEUE_KINDS {
+            let served = list.resources.iter().any(|r| r.name == plural);
+            if served && !found.iter().any(|(k, _)| *k == kind) {
+                let gvk = GroupVersionKind::gvk(KUEUE_GROUP, version, kind);
+                found.push((kind, ApiResource::from_gvk_with_plural(&gvk, plural)));
+            }
+        }
+    }
+    Ok(found)
+}

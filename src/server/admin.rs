@@ -1,0 +1,51 @@
+//! The plain-HTTP admin port: liveness, readiness, metrics.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+
+use super::routes::text;
+use super::shutdown::Shutdown;
+use crate::cluster::cache::ClusterCache;
+use crate::telemetry::Metrics;
+
+#[derive(Clone)]
+pub struct AdminState {
+    pub cluster: Arc<ClusterCache>,
+    pub metrics: Arc<Metrics>,
+    pub shutdown: Shutdown,
+}
+
+pub fn router(state: AdminState) -> Router {
+    Router::new()
+        .route("/livez", get(|| async { text(StatusCode::OK, "ok\n") }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .with_state(state)
+}
+
+/// Ready once the cluster view has synced, and no longer once shutdown begins,
+/// so the Service stops routing reviews here before the listener closes.
+async fn readyz(State(admin): State<AdminState>) -> Response {
+    if admin.shutdown.is_draining() {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n");
+    }
+    if !admin.cluster.is_synced() {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "cluster view not synced\n");
+    }
+    text(StatusCode::OK, "ok\n")
+}
+
+async fn metrics(State(admin): State<AdminState>) -> Response {
+    admin.metrics.set_cache(admin.cluster.is_synced(), admin.cluster.counts());
+    let mut response = text(StatusCode::OK, admin.metrics.encode());
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    response
+}

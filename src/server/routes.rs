@@ -1,0 +1,226 @@
+//! The webhook routes. [`router`] builds them from an [`AppState`], so tests can
+//! drive the exact router the server runs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+
+use crate::admission::{self, Outcome, Webhook, request};
+use crate::cluster::cache::ClusterCache;
+use crate::config::Config;
+use crate::error::Error;
+use crate::telemetry::{ErrorLabels, Metrics, ReviewLabels, WebhookLabels};
+
+/// Everything a review needs, shared by all connections.
+#[derive(Clone)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub cluster: Arc<ClusterCache>,
+    pub metrics: Arc<Metrics>,
+    pub limits: Limits,
+    /// Answer every review "allowed" after reading it: the benchmark baseline.
+    pub noop: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+    /// Upper bound on one review, when the API server sends no `?timeout=`.
+    pub review_deadline: Duration,
+    /// Left for the API server out of its own timeout.
+    pub deadline_margin: Duration,
+    /// The confirm-before-deny LocalQueue lookup.
+    pub confirm_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 8 * 1024 * 1024,
+            review_deadline: Duration::from_secs(9),
+            deadline_margin: Duration::from_millis(500),
+            confirm_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/mutate", post(|state, query, body| handle(Webhook::Mutate, state, query, body)))
+        .route("/validate", post(|state, query, body| handle(Webhook::Validate, state, query, body)))
+        .with_state(state)
+}
+
+async fn handle(
+    webhook: Webhook,
+    State(app): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+    body: Body,
+) -> Response {
+    let started = Instant::now();
+    let result = match read_body(body, app.limits.max_body_bytes).await {
+        Ok(bytes) if app.noop => noop(&bytes),
+        Ok(bytes) => {
+            let deadline = deadline(query.get("timeout").map(String::as_str), &app.limits);
+            match tokio::time::timeout(deadline, review(&app, webhook, &bytes)).await {
+                Ok(result) => result,
+                Err(_) => Err(Error::Timeout(format!("review took longer than {deadline:?}"))),
+            }
+        }
+        Err(error) => Err(error),
+    };
+    let elapsed = started.elapsed();
+    app.metrics
+        .review_duration
+        .get_or_create(&WebhookLabels { webhook: webhook.as_str() })
+        .observe(elapsed.as_secs_f64());
+    match result {
+        Ok(outcome) => {
+            if !app.noop {
+                record(&app, webhook, &outcome, elapsed);
+            }
+            ([(header::CONTENT_TYPE, "application/json")], outcome.body).into_response()
+        }
+        Err(error) => {
+            let label = ErrorLabels { webhook: webhook.as_str(), error: error.metric_label() };
+            app.metrics.review_errors.get_or_create(&label).inc();
+            tracing::warn!(webhook = webhook.as_str(), error = %error, "review failed");
+            (error.status_code(), format!("{error}\n")).into_response()
+        }
+    }
+}
+
+/// Reads the body, refusing anything over the limit before reading it all.
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, Error> {
+    axum::body::to_bytes(body, limit).await.map_err(|error| {
+        let too_large =
+            std::error::Error::source(&error).is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+        if too_large { Error::BodyTooLarge { limit } } else { Error::BadReview(format!("reading the body: {error}")) }
+    })
+}
+
+/// The API server appends `?timeout=10s`; answer with a margin to spare.
+fn deadline(timeout: Option<&str>, limits: &Limits) -> Duration {
+    let from_api_server = timeout.and_then(parse_go_duration).map(|t| t.saturating_sub(limits.deadline_margin));
+    match from_api_server {
+        Some(budget) if !budget.is_zero() => budget.min(limits.review_deadline),
+        _ => limits.review_deadline,
+    }
+}
+
+/// The forms the API server writes: `10s`, `1.5s`, `500ms`.
+pub fn parse_go_duration(text: &str) -> Option<Duration> {
+    let (number, unit) = text.find(|c: char| c.is_ascii_alphabetic()).map(|at| text.split_at(at))?;
+    let value: f64 = number.parse().ok()?;
+    let seconds = match unit {
+        "s" => value,
+        "ms" => value / 1000.0,
+        "m" => value * 60.0,
+        _ => return None,
+    };
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
+/// Decide from the view; a missing LocalQueue is confirmed live before the
+/// denial goes out (the only API call on the request path).
+async fn review(app: &AppState, webhook: Webhook, body: &[u8]) -> Result<Outcome, Error> {
+    if !app.cluster.is_synced() {
+        return Err(Error::NotReady("the cluster view has not synced yet".into()));
+    }
+    let request = request::decode(body)?;
+    let mut decision = admission::decide(webhook, &request, &app.config, &*app.cluster.read())?;
+    if let (Some(queue), Some(namespace)) = (decision.unconfirmed_local_queue.clone(), request.namespace()) {
+        let found = app.cluster.confirm_local_queue(namespace, &queue, app.limits.confirm_timeout).await?;
+        let result = if found { "found" } else { "absent" };
+        app.metrics.confirm_lookups.get_or_create(&crate::telemetry::ObjectLabels { kind: result }).inc();
+        if found {
+            decision = admission::decide(webhook, &request, &app.config, &*app.cluster.read())?;
+        }
+    }
+    Ok(admission::outcome(request, decision))
+}
+
+/// The baseline: decode only the uid and answer allowed.
+fn noop(body: &[u8]) -> Result<Outcome, Error> {
+    #[derive(serde::Deserialize)]
+    struct Uid {
+        uid: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Review {
+        request: Option<Uid>,
+    }
+    let review: Review = serde_json::from_slice(body).map_err(|e| Error::BadReview(e.to_string()))?;
+    let uid = review.request.ok_or_else(|| Error::BadReview("no request in the AdmissionReview".into()))?.uid;
+    let decision = admission::Decision::allow(crate::rules::Reason::NotAWorkload);
+    Ok(Outcome {
+        body: admission::response::encode(&uid, &decision),
+        decision,
+        uid,
+        kind: String::new(),
+        namespace: String::new(),
+        name: String::new(),
+        operation: admission::Operation::Unknown,
+        username: String::new(),
+    })
+}
+
+fn record(app: &AppState, webhook: Webhook, outcome: &Outcome, elapsed: Duration) {
+    let decision = &outcome.decision;
+    let kind = match outcome.kind.as_str() {
+        "Job" => "Job",
+        "JobSet" => "JobSet",
+        _ => "other",
+    };
+    let labels = ReviewLabels {
+        webhook: webhook.as_str(),
+        kind,
+        operation: outcome.operation.as_str(),
+        decision: decision.verdict(),
+        reason: decision.reason.as_str(),
+    };
+    app.metrics.reviews.get_or_create(&labels).inc();
+    tracing::info!(
+        uid = %outcome.uid,
+        webhook = webhook.as_str(),
+        kind = %outcome.kind,
+        namespace = %outcome.namespace,
+        name = %outcome.name,
+        operation = outcome.operation.as_str(),
+        user = %outcome.username,
+        decision = decision.verdict(),
+        reason = decision.reason.as_str(),
+        warnings = decision.warnings.len(),
+        latency_us = elapsed.as_micros() as u64,
+        "review"
+    );
+}
+
+/// A plain-text status answer (admin port).
+pub fn text(status: StatusCode, body: impl Into<String>) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body.into()).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_follow_the_api_server_timeout() {
+        let limits = Limits::default();
+        assert_eq!(deadline(Some("10s"), &limits), Duration::from_secs(9));
+        assert_eq!(deadline(Some("3s"), &limits), Duration::from_millis(2500));
+        assert_eq!(deadline(Some("1500ms"), &limits), Duration::from_secs(1));
+        assert_eq!(deadline(Some("bogus"), &limits), limits.review_deadline);
+        assert_eq!(deadline(None, &limits), limits.review_deadline);
+        assert_eq!(parse_go_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_go_duration("-1s"), None);
+    }
+}

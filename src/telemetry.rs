@@ -1,0 +1,170 @@
+//! Logs and metrics, set up in one place.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tracing_subscriber::EnvFilter;
+
+use crate::cluster::ObjectCounts;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// JSON when stdout is not a terminal (in a cluster), text on a terminal.
+    Auto,
+    Json,
+    Text,
+}
+
+/// Installs the global tracing subscriber. `RUST_LOG` overrides the default `info`.
+pub fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let json = match format {
+        LogFormat::Json => true,
+        LogFormat::Text => false,
+        LogFormat::Auto => !std::io::stdout().is_terminal(),
+    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let result =
+        if json { builder.json().flatten_event(true).with_current_span(false).try_init() } else { builder.try_init() };
+    // Already installed (tests): keep the first.
+    let _ = result;
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReviewLabels {
+    pub webhook: &'static str,
+    pub kind: &'static str,
+    pub operation: &'static str,
+    pub decision: &'static str,
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WebhookLabels {
+    pub webhook: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    pub webhook: &'static str,
+    pub error: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ObjectLabels {
+    pub kind: &'static str,
+}
+
+/// Every metric the server exports.
+pub struct Metrics {
+    registry: Registry,
+    pub reviews: Family<ReviewLabels, Counter>,
+    pub review_errors: Family<ErrorLabels, Counter>,
+    pub review_duration: Family<WebhookLabels, Histogram>,
+    pub cache_synced: Gauge,
+    pub cache_objects: Family<ObjectLabels, Gauge>,
+    pub confirm_lookups: Family<ObjectLabels, Counter>,
+    pub certificate_expiry: Gauge<i64, AtomicI64>,
+    pub certificate_reloads: Counter<u64, AtomicU64>,
+    pub certificate_reload_failures: Counter<u64, AtomicU64>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("eval_admission");
+        let reviews = Family::<ReviewLabels, Counter>::default();
+        registry.register(
+            "reviews",
+            "Admission reviews answered, by webhook, kind, operation, decision and reason",
+            reviews.clone(),
+        );
+        let review_errors = Family::<ErrorLabels, Counter>::default();
+        registry.register(
+            "review_errors",
+            "Reviews answered with an HTTP error (the API server then applies failurePolicy)",
+            review_errors.clone(),
+        );
+        let review_duration = Family::<WebhookLabels, Histogram>::new_with_constructor(|| {
+            // 25 us .. ~0.4 s
+            Histogram::new(exponential_buckets(0.000_025, 2.0, 15))
+        });
+        registry.register_with_unit(
+            "review_duration",
+            "Time from request body read to response, per webhook",
+            prometheus_client::registry::Unit::Seconds,
+            review_duration.clone(),
+        );
+        let cache_synced = Gauge::default();
+        registry.register("cache_synced", "1 when the cluster view is loaded and synced", cache_synced.clone());
+        let cache_objects = Family::<ObjectLabels, Gauge>::default();
+        registry.register("cache_objects", "Cluster objects held in the view, by kind", cache_objects.clone());
+        let confirm_lookups = Family::<ObjectLabels, Counter>::default();
+        registry.register(
+            "confirm_lookups",
+            "Live lookups made before denying a missing LocalQueue, by result",
+            confirm_lookups.clone(),
+        );
+        let certificate_expiry = Gauge::<i64, AtomicI64>::default();
+        registry.register(
+            "tls_certificate_expiry_timestamp_seconds",
+            "notAfter of the serving certificate, in Unix seconds",
+            certificate_expiry.clone(),
+        );
+        let certificate_reloads = Counter::<u64, AtomicU64>::default();
+        registry.register(
+            "tls_certificate_reloads",
+            "Serving certificate reloads that took effect",
+            certificate_reloads.clone(),
+        );
+        let certificate_reload_failures = Counter::<u64, AtomicU64>::default();
+        registry.register(
+            "tls_certificate_reload_failures",
+            "Changed certificate files that could not be used (the last good pair stays)",
+            certificate_reload_failures.clone(),
+        );
+        Self {
+            registry,
+            reviews,
+            review_errors,
+            review_duration,
+            cache_synced,
+            cache_objects,
+            confirm_lookups,
+            certificate_expiry,
+            certificate_reloads,
+            certificate_reload_failures,
+        }
+    }
+
+    pub fn set_cache(&self, synced: bool, counts: ObjectCounts) {
+        self.cache_synced.set(i64::from(synced));
+        let set = |kind, count: usize| {
+            self.cache_objects.get_or_create(&ObjectLabels { kind }).set(i64::try_from(count).unwrap_or(i64::MAX));
+        };
+        set("Namespace", counts.namespaces);
+        set("LocalQueue", counts.local_queues);
+        set("ClusterQueue", counts.cluster_queues);
+        set("Cohort", counts.cohorts);
+        set("WorkloadPriorityClass", counts.workload_priority_classes);
+        set("PriorityClass", counts.priority_classes);
+    }
+
+    /// The Prometheus text exposition.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String cannot fail");
+        text
+    }
+}
