@@ -4,10 +4,22 @@ CACHE ?= $(HOME)/.cache/eval-admission
 export CARGO_TARGET_DIR ?= $(CACHE)/target
 CARGO ?= cargo
 
-.PHONY: build test unit review fmt lint
+BIN := $(CARGO_TARGET_DIR)/release/eval-admission
+
+.PHONY: build run certs test unit review fmt lint
 
 build:
 	$(CARGO) build --release --locked
+
+# The README's run command: the server on the shipped example state with
+# development certificates; no cluster needed.
+run: build certs
+	$(BIN) serve --cluster examples/cluster.yaml --config examples/config.yaml \
+	  --tls-cert certs/dev/tls.crt --tls-key certs/dev/tls.key \
+	  --listen 127.0.0.1:8443 --admin-listen 127.0.0.1:8080 --log-format text
+
+certs:
+	./certs/dev-certs.sh
 
 # The README's test command: every test there is.
 test:
@@ -20,7 +32,7 @@ unit:
 review: build
 	@for f in examples/evalhub-job.yaml examples/aiperf-jobset.yaml examples/job-*.yaml examples/aiperf-jobset-cohort.yaml examples/review-unsuspend.yaml; do \
 	  cluster=examples/cluster.yaml; case $$f in *kueue-not-installed*) cluster=examples/cluster-without-kueue.yaml;; esac; \
-	  $(CARGO_TARGET_DIR)/release/eval-admission review --cluster $$cluster $$f >/dev/null; echo "exit $$? $$f"; \
+	  $(BIN) review --cluster $$cluster $$f >/dev/null; echo "exit $$? $$f"; \
 	done
 
 fmt:

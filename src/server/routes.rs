@@ -211,6 +211,53 @@ pub fn text(status: StatusCode, body: impl Into<String>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tower::ServiceExt;
+
+    fn app(noop: bool, max_body_bytes: usize) -> Router {
+        let state = crate::cluster::state_file::parse(include_bytes!("../../examples/cluster.yaml")).unwrap();
+        router(AppState {
+            config: Arc::new(Config::default()),
+            cluster: Arc::new(ClusterCache::from_state(state)),
+            metrics: Arc::new(Metrics::new()),
+            limits: Limits { max_body_bytes, ..Limits::default() },
+            noop,
+        })
+    }
+
+    async fn call(app: Router, path: &str, body: &'static [u8]) -> (StatusCode, String) {
+        let request = axum::http::Request::post(path).body(Body::from(body)).unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        (status, String::from_utf8(bytes.to_vec()).unwrap())
+    }
+
+    const POD_REVIEW: &[u8] = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",
+        "kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{}}}"#;
+
+    #[tokio::test]
+    async fn the_router_answers_reviews_and_refuses_oversized_bodies() {
+        let (status, body) = call(app(false, 1 << 20), "/validate", POD_REVIEW).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(body.contains(r#""uid":"u-1","allowed":true"#), "{body}");
+        let (status, _) = call(app(false, 16), "/validate", POD_REVIEW).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        let (status, _) = call(app(false, 1 << 20), "/nope", POD_REVIEW).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn noop_mode_echoes_the_uid_and_decides_nothing() {
+        let job = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-2",
+            "kind":{"group":"batch","version":"v1","kind":"Job"},"operation":"CREATE","namespace":"plain",
+            "object":{"metadata":{"labels":{"app":"evalhub","component":"evaluation-job"}}}}}"#;
+        let (status, body) = call(app(true, 1 << 20), "/mutate", job).await;
+        assert_eq!(status, StatusCode::OK);
+        let response: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(response["response"]["uid"], "u-2");
+        assert_eq!(response["response"]["allowed"], true);
+        assert!(response["response"].get("warnings").is_none(), "noop does not run the rules");
+    }
 
     #[test]
     fn deadlines_follow_the_api_server_timeout() {

@@ -22,6 +22,8 @@ pub struct CertStore {
     cert_path: PathBuf,
     key_path: PathBuf,
     current: RwLock<Loaded>,
+    /// Fingerprint of the last pair that failed to load, so it is reported once.
+    rejected: std::sync::Mutex<Option<u64>>,
 }
 
 #[derive(Debug)]
@@ -36,7 +38,12 @@ impl CertStore {
     pub fn load(cert_path: &Path, key_path: &Path) -> Result<Self, Error> {
         let (bytes, fingerprint) = read_pair(cert_path, key_path)?;
         let loaded = parse_pair(&bytes.0, &bytes.1, fingerprint)?;
-        Ok(Self { cert_path: cert_path.into(), key_path: key_path.into(), current: RwLock::new(loaded) })
+        Ok(Self {
+            cert_path: cert_path.into(),
+            key_path: key_path.into(),
+            current: RwLock::new(loaded),
+            rejected: std::sync::Mutex::new(None),
+        })
     }
 
     /// Unix seconds of the serving certificate's notAfter.
@@ -45,15 +52,32 @@ impl CertStore {
     }
 
     /// Re-reads the files; returns `Ok(true)` when a new pair took effect,
-    /// `Ok(false)` when nothing changed, `Err` when the changed files are unusable.
+    /// `Ok(false)` when nothing changed (or the same bad pair is still there),
+    /// `Err` when changed files are unusable.
     pub fn reload(&self) -> Result<bool, Error> {
         let (bytes, fingerprint) = read_pair(&self.cert_path, &self.key_path)?;
-        if fingerprint == self.current.read().unwrap_or_else(|p| p.into_inner()).fingerprint {
+        let mut rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
+        if fingerprint == self.current.read().unwrap_or_else(|p| p.into_inner()).fingerprint
+            || *rejected == Some(fingerprint)
+        {
             return Ok(false);
         }
-        let loaded = parse_pair(&bytes.0, &bytes.1, fingerprint)?;
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = loaded;
-        Ok(true)
+        match parse_pair(&bytes.0, &bytes.1, fingerprint) {
+            Ok(loaded) => {
+                *self.current.write().unwrap_or_else(|p| p.into_inner()) = loaded;
+                *rejected = None;
+                Ok(true)
+            }
+            Err(error) => {
+                *rejected = Some(fingerprint);
+                Err(error)
+            }
+        }
+    }
+
+    /// Forgets the last rejected pair, so the next [`reload`](Self::reload) tries it again.
+    fn forget_rejected(&self) {
+        *self.rejected.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// The rustls configuration: TLS 1.2 and 1.3, HTTP/1.1, certificate from this store.
@@ -87,6 +111,7 @@ pub async fn watch(store: Arc<CertStore>, interval: Duration, metrics: Arc<Metri
         if result.is_err() {
             // Certificate and key are two files: a rotation may be caught half done.
             tokio::time::sleep(Duration::from_millis(200)).await;
+            store.forget_rejected();
             result = store.reload();
         }
         match result {

@@ -1,0 +1,147 @@
+//! Shared test harness: certificates, the server binary as a real process, an
+//! HTTPS client that trusts the test CA.
+
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
+
+pub fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// A CA and a serving certificate for localhost / 127.0.0.1.
+pub struct TestPki {
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl TestPki {
+    pub fn new(common_name: &str) -> Self {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(rcgen::DnType::CommonName, format!("{common_name} CA"));
+        ca_params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign, rcgen::KeyUsagePurpose::CrlSign];
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let mut leaf_params =
+            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        leaf_params.distinguished_name.push(rcgen::DnType::CommonName, common_name);
+        let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).unwrap();
+        Self { ca_pem: ca.pem(), cert_pem: leaf.pem(), key_pem: leaf_key.serialize_pem() }
+    }
+
+    pub fn write(&self, dir: &Path) -> (PathBuf, PathBuf) {
+        std::fs::create_dir_all(dir).unwrap();
+        let (cert, key) = (dir.join("tls.crt"), dir.join("tls.key"));
+        std::fs::write(&cert, &self.cert_pem).unwrap();
+        std::fs::write(&key, &self.key_pem).unwrap();
+        (cert, key)
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The server binary, killed on drop.
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub admin: SocketAddr,
+    pub log: PathBuf,
+}
+
+impl Server {
+    /// Starts `eval-admission serve` with the given certificate files and extra
+    /// arguments, and waits until /livez answers.
+    pub fn start(cert: &Path, key: &Path, extra: &[&str], env: &[(&str, &str)], log_dir: &Path) -> Self {
+        let (port, admin_port) = (free_port(), free_port());
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let admin: SocketAddr = format!("127.0.0.1:{admin_port}").parse().unwrap();
+        let log = log_dir.join(format!("server-{port}.log"));
+        let mut command = Command::new(BIN);
+        command
+            .args(["serve", "--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
+            .arg("--tls-cert")
+            .arg(cert)
+            .arg("--tls-key")
+            .arg(key)
+            .args(["--log-format", "json", "--cert-reload-interval", "200ms"])
+            .args(extra)
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(Stdio::from(std::fs::File::options().append(true).open(&log).unwrap()));
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let child = command.spawn().expect("starts the server");
+        let server = Self { child, addr, admin, log };
+        server.wait_for_admin();
+        server
+    }
+
+    fn wait_for_admin(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if std::net::TcpStream::connect(self.admin).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("server did not start: {}", std::fs::read_to_string(&self.log).unwrap_or_default());
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("https://localhost:{}{path}", self.addr.port())
+    }
+
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.admin)
+    }
+
+    pub fn signal(&self, signal: &str) {
+        Command::new("kill").args([&format!("-{signal}"), &self.child.id().to_string()]).status().unwrap();
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTPS client trusting the given CAs; `fresh` disables connection reuse.
+pub fn client(ca_pems: &[&str], fresh: bool) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder().use_rustls_tls().timeout(Duration::from_secs(10));
+    for pem in ca_pems {
+        builder = builder.add_root_certificate(reqwest::Certificate::from_pem(pem.as_bytes()).unwrap());
+    }
+    if fresh {
+        builder = builder.pool_max_idle_per_host(0);
+    }
+    builder.build().unwrap()
+}
+
+pub fn plain_client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap()
+}
+
+/// The AdmissionReview `review` would build for an example manifest, as JSON bytes.
+pub fn review_body(example: &str) -> Vec<u8> {
+    let bytes = std::fs::read(repo("examples").join(example)).unwrap();
+    let review = eval_admission::cli::admission_review(&bytes).unwrap();
+    serde_json::to_vec(&review).unwrap()
+}

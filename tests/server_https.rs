@@ -1,0 +1,284 @@
+//! The server over real HTTPS on loopback: both endpoints answer exactly what
+//! `review` prints, bad input gets 400/413, certificates rotate under load,
+//! shutdown loses no in-flight review, readiness follows sync and shutdown.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+fn state_server(dir: &std::path::Path, pki: &TestPki, extra: &[&str]) -> Server {
+    let (cert, key) = pki.write(&dir.join("certs"));
+    let cluster = repo("examples/cluster.yaml");
+    let mut args = vec!["--cluster", cluster.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Server::start(&cert, &key, &args, &[], dir)
+}
+
+async fn post(client: &reqwest::Client, url: &str, body: Vec<u8>) -> (u16, String) {
+    let response = client.post(url).header("content-type", "application/json").body(body).send().await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn both_endpoints_answer_what_review_prints_for_every_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("endpoints");
+    let server = state_server(dir.path(), &pki, &[]);
+    let client = client(&[&pki.ca_pem], false);
+    let examples = [
+        "evalhub-job.yaml",
+        "aiperf-jobset.yaml",
+        "aiperf-jobset-cohort.yaml",
+        "job-missing-queue.yaml",
+        "job-missing-priority-class.yaml",
+        "job-missing-pod-priority-class.yaml",
+        "job-preemptible.yaml",
+        "job-checkpointing.yaml",
+        "job-held-queue.yaml",
+        "job-orphan-queue.yaml",
+        "job-bypass.yaml",
+        "review-unsuspend.yaml",
+    ];
+    for example in examples {
+        let printed = std::process::Command::new(BIN)
+            .args(["review", "--cluster", repo("examples/cluster.yaml").to_str().unwrap()])
+            .arg(repo("examples").join(example))
+            .output()
+            .unwrap();
+        let printed: Value = serde_json::from_slice(&printed.stdout).unwrap();
+
+        let body = review_body(example);
+        let (status, mutating) = post(&client, &server.url("/mutate?timeout=10s"), body.clone()).await;
+        assert_eq!(status, 200, "{example}: {mutating}");
+        let mutating: Value = serde_json::from_str(&mutating).unwrap();
+        assert_eq!(mutating, printed["mutating"], "{example}: /mutate answers what review prints");
+
+        // The API server sends the validating webhook the object as mutated.
+        let mut review: Value = serde_json::from_slice(&body).unwrap();
+        review["request"]["object"] = printed["object"].clone();
+        let (status, validating) = post(&client, &server.url("/validate"), serde_json::to_vec(&review).unwrap()).await;
+        assert_eq!(status, 200, "{example}: {validating}");
+        let validating: Value = serde_json::from_str(&validating).unwrap();
+        assert_eq!(validating, printed["validating"], "{example}: /validate answers what review prints");
+        let uid = review["request"]["uid"].as_str().unwrap();
+        assert_eq!(validating["response"]["uid"], uid, "{example}: uid echoed");
+    }
+    let metrics = plain_client().get(server.admin_url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(
+        metrics.contains(r#"eval_admission_reviews_total{webhook="validate",kind="Job",operation="CREATE",decision="denied",reason="preemptible"} 1"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"eval_admission_cache_objects{kind="LocalQueue"} 7"#), "{metrics}");
+    assert!(metrics.contains("eval_admission_tls_certificate_expiry_timestamp_seconds "), "{metrics}");
+    let logs = server.logs();
+    let line = logs.lines().find(|line| line.contains("\"reason\":\"preemptible\"")).expect("a log line per review");
+    let line: Value = serde_json::from_str(line).unwrap();
+    for field in ["uid", "kind", "namespace", "name", "operation", "user", "decision", "reason", "latency_us"] {
+        assert!(line.get(field).is_some(), "log line has {field}: {line}");
+    }
+}
+
+#[tokio::test]
+async fn bad_input_gets_400_or_413_and_unknown_kinds_are_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("bad-input");
+    let server = state_server(dir.path(), &pki, &["--max-body-bytes", "65536"]);
+    let client = client(&[&pki.ca_pem], false);
+    for (body, expected) in [
+        (b"{not json".to_vec(), "not an AdmissionReview"),
+        (br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#.to_vec(), "no request"),
+        (vec![0u8, 159, 146, 150], "not an AdmissionReview"),
+    ] {
+        let (status, text) = post(&client, &server.url("/validate"), body).await;
+        assert_eq!(status, 400, "{text}");
+        assert!(text.contains(expected), "{text}");
+    }
+    let (status, text) = post(&client, &server.url("/mutate"), vec![b' '; 65537]).await;
+    assert_eq!(status, 413, "{text}");
+
+    let pod = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"pod-1",
+        "kind":{"group":"","version":"v1","kind":"Pod"},"namespace":"team-a-namespace","operation":"CREATE",
+        "object":{"metadata":{"name":"p"},"spec":{"containers":[]}}}}"#;
+    let (status, text) = post(&client, &server.url("/mutate"), pod.to_vec()).await;
+    assert_eq!(status, 200);
+    let response: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(response["response"]["allowed"], true);
+    assert_eq!(response["response"]["uid"], "pod-1");
+    assert!(response["response"].get("patch").is_none());
+    // Plain HTTP on the TLS port gets no answer, and the server keeps serving.
+    let plain = plain_client().post(format!("http://{}/mutate", server.addr)).body("{}").send().await;
+    assert!(plain.is_err() || plain.unwrap().status().as_u16() >= 400);
+    assert_eq!(post(&client, &server.url("/mutate"), pod.to_vec()).await.0, 200);
+}
+
+#[tokio::test]
+async fn certificates_rotate_by_symlink_swap_under_load_without_a_failed_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    let (first, second) = (TestPki::new("first"), TestPki::new("second"));
+    // Lay the files out as the kubelet does for a Secret volume.
+    first.write(&secret.join("..2026_12_02_first"));
+    std::os::unix::fs::symlink("..2026_12_02_first", secret.join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/tls.crt", secret.join("tls.crt")).unwrap();
+    std::os::unix::fs::symlink("..data/tls.key", secret.join("tls.key")).unwrap();
+    let cluster = repo("examples/cluster.yaml");
+    let server = Server::start(
+        &secret.join("tls.crt"),
+        &secret.join("tls.key"),
+        &["--cluster", cluster.to_str().unwrap()],
+        &[],
+        dir.path(),
+    );
+
+    let both = client(&[&first.ca_pem, &second.ca_pem], true);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (sent, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let body = review_body("evalhub-job.yaml");
+    let mut load = Vec::new();
+    for _ in 0..4 {
+        let (client, url, body) = (both.clone(), server.url("/mutate"), body.clone());
+        let (stop, sent, failed) = (stop.clone(), sent.clone(), failed.clone());
+        load.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                sent.fetch_add(1, Ordering::Relaxed);
+                match client.post(&url).body(body.clone()).send().await {
+                    Ok(response) if response.status() == 200 => {}
+                    other => {
+                        eprintln!("failed during rotation: {other:?}");
+                        failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A CA that only trusts the second certificate fails before the swap...
+    let only_second = client(&[&second.ca_pem], true);
+    assert!(only_second.post(server.url("/mutate")).body(body.clone()).send().await.is_err());
+
+    second.write(&secret.join("..2026_12_02_second"));
+    std::os::unix::fs::symlink("..2026_12_02_second", secret.join("..data_tmp")).unwrap();
+    std::fs::rename(secret.join("..data_tmp"), secret.join("..data")).unwrap();
+
+    // ...and succeeds once the server has reloaded.
+    let mut reloaded = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if let Ok(response) = only_second.post(server.url("/mutate")).body(body.clone()).send().await {
+            reloaded = response.status() == 200;
+            if reloaded {
+                break;
+            }
+        }
+    }
+    assert!(reloaded, "the new certificate is served: {}", server.logs());
+
+    // A mismatched pair (second's certificate, first's key) keeps the last good one.
+    std::fs::create_dir_all(secret.join("..2026_12_02_broken")).unwrap();
+    std::fs::write(secret.join("..2026_12_02_broken/tls.crt"), &second.cert_pem).unwrap();
+    std::fs::write(secret.join("..2026_12_02_broken/tls.key"), &first.key_pem).unwrap();
+    std::os::unix::fs::symlink("..2026_12_02_broken", secret.join("..data_tmp")).unwrap();
+    std::fs::rename(secret.join("..data_tmp"), secret.join("..data")).unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+
+    stop.store(true, Ordering::Relaxed);
+    for task in load {
+        task.await.unwrap();
+    }
+    assert!(sent.load(Ordering::Relaxed) > 20, "the load ran");
+    assert_eq!(failed.load(Ordering::Relaxed), 0, "no request failed during rotation");
+    assert_eq!(only_second.post(server.url("/mutate")).body(body).send().await.unwrap().status(), 200);
+    let metrics = plain_client().get(server.admin_url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("eval_admission_tls_certificate_reloads_total 1"), "{metrics}");
+    assert!(metrics.contains("eval_admission_tls_certificate_reload_failures_total 1"), "{metrics}");
+}
+
+#[tokio::test]
+async fn sigterm_drains_without_losing_an_in_flight_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("shutdown");
+    let mut server = state_server(dir.path(), &pki, &["--shutdown-delay", "1s"]);
+    let client = client(&[&pki.ca_pem], false);
+    let body = review_body("evalhub-job.yaml");
+    assert_eq!(plain_client().get(server.admin_url("/readyz")).send().await.unwrap().status(), 200);
+
+    // A review whose body arrives slowly, straddling the listener's close.
+    let (mut sender, slow_body) = futures_channel();
+    let slow = {
+        let (client, url) = (client.clone(), server.url("/mutate"));
+        tokio::spawn(async move { client.post(url).body(reqwest::Body::wrap_stream(slow_body)).send().await })
+    };
+    let half = body.len() / 2;
+    sender.send(body[..half].to_vec()).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    server.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let ready = plain_client().get(server.admin_url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503, "not ready once shutdown starts");
+    // Still serving during the delay.
+    assert_eq!(post(&client, &server.url("/mutate"), body.clone()).await.0, 200);
+
+    // Past the delay the listener closes; the slow review is still in flight.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(std::net::TcpStream::connect(server.addr).is_err(), "listener closed");
+    sender.send(body[half..].to_vec()).await;
+    drop(sender);
+    let response = slow.await.unwrap().expect("the in-flight review is answered");
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["response"]["allowed"], true);
+
+    let status = tokio::task::spawn_blocking(move || server.child.wait().unwrap()).await.unwrap();
+    assert!(status.success(), "exit 0 after a graceful shutdown: {status:?}");
+}
+
+#[tokio::test]
+async fn not_ready_and_500_until_the_cluster_view_syncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("unsynced");
+    let (cert, key) = pki.write(&dir.path().join("certs"));
+    // A kubeconfig pointing at a closed port: the watches never sync.
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: 'https://127.0.0.1:{}', insecure-skip-tls-verify: true}}\n\
+             users:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&cert, &key, &[], &[("KUBECONFIG", kubeconfig.to_str().unwrap())], dir.path());
+    let ready = plain_client().get(server.admin_url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+    assert!(ready.text().await.unwrap().contains("not synced"));
+    assert_eq!(plain_client().get(server.admin_url("/livez")).send().await.unwrap().status(), 200);
+    let (status, text) =
+        post(&client(&[&pki.ca_pem], false), &server.url("/mutate"), review_body("evalhub-job.yaml")).await;
+    assert_eq!(status, 500, "the API server applies failurePolicy: {text}");
+    let metrics = plain_client().get(server.admin_url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("eval_admission_cache_synced 0"), "{metrics}");
+}
+
+/// A body stream fed from the test.
+struct BodySender(tokio::sync::mpsc::Sender<Result<Vec<u8>, std::io::Error>>);
+
+impl BodySender {
+    async fn send(&mut self, chunk: Vec<u8>) {
+        self.0.send(Ok(chunk)).await.unwrap();
+    }
+}
+
+fn futures_channel() -> (BodySender, impl futures::Stream<Item = Result<Vec<u8>, std::io::Error>>) {
+    let (sender, mut receiver) = tokio::sync::mpsc::channel(4);
+    let stream = futures::stream::poll_fn(move |cx| receiver.poll_recv(cx));
+    (BodySender(sender), stream)
+}
