@@ -83,7 +83,7 @@ main() {
 	mkdir -p "$EVAL_ADMISSION_CACHE"
 	# Serialize concurrent callers (e.g. two cluster-up.sh at once).
 	exec 9>"$EVAL_ADMISSION_CACHE/.build.lock"
-	flock 9
+	flock -w 3600 9 || die "another build-tools.sh holds $EVAL_ADMISSION_CACHE/.build.lock"
 
 	if binaries_ok; then
 		log "binaries up to date in $K8S_BIN_DIR"

@@ -47,8 +47,9 @@ start() {
 	rm -f "$pidfile"
 	# The inner bash records its own pid and then execs, so the pid file holds
 	# the real process whether or not setsid had to fork.
+	# 8>&-: the daemons must not inherit (and so hold forever) the DIR lock.
 	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$@" \
-		</dev/null >>"$DIR/logs/$name.log" 2>&1 &
+		</dev/null >>"$DIR/logs/$name.log" 2>&1 8>&- &
 	local i
 	for i in $(seq 50); do [[ -s $pidfile ]] && break; sleep 0.1; done
 	log "started $name (pid $(<"$pidfile"), log $DIR/logs/$name.log)"
@@ -215,13 +216,16 @@ readyz() {
 		"$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" --request-timeout=5s get --raw=/readyz >/dev/null 2>&1
 }
 
-wait_for() { # wait_for SECONDS WHAT CMD...: polls CMD every second
-	local timeout=$1 what=$2 i; shift 2
+# wait_for SECONDS WHAT "NAMES" CMD...: polls CMD every second, failing early
+# (with the log tail) if one of the processes NAMES has died.
+wait_for() {
+	local timeout=$1 what=$2 names=$3 i name; shift 3
 	for ((i = 0; i < timeout; i++)); do
 		"$@" && return 0
-		pid_of etcd >/dev/null || die "etcd died; see $DIR/logs/etcd.log"$'\n'"$(tail -20 "$DIR/logs/etcd.log")"
-		pid_of kube-apiserver >/dev/null ||
-			die "kube-apiserver died; see $DIR/logs/kube-apiserver.log"$'\n'"$(tail -20 "$DIR/logs/kube-apiserver.log")"
+		for name in $names; do
+			pid_of "$name" >/dev/null ||
+				die "$name died; see $DIR/logs/$name.log"$'\n'"$(tail -20 "$DIR/logs/$name.log")"
+		done
 		sleep 1
 	done
 	die "timed out after ${timeout}s waiting for $what"
@@ -258,7 +262,7 @@ main() {
 	mkdir -p "$DIR/logs" "$DIR/pids" "$DIR/bin"
 	# One cluster-up at a time per DIR.
 	exec 8>"$DIR/.lock"
-	flock 8
+	flock -w 300 8 || die "another cluster-up.sh holds $DIR/.lock"
 
 	choose_ports
 	etcd_args
@@ -285,7 +289,7 @@ main() {
 	if ! pid_of etcd >/dev/null; then
 		start etcd "$bin/etcd" "${ETCD_ARGS[@]}"
 	fi
-	wait_for 60 "etcd to listen on 127.0.0.1:$ETCD_PORT" etcd_listening
+	wait_for 60 "etcd to listen on 127.0.0.1:$ETCD_PORT" etcd etcd_listening
 
 	local pid
 	if pid=$(pid_of kube-apiserver) && [[ $want_args != "$(cat "$DIR/kube-apiserver.args" 2>/dev/null)" ]]; then
@@ -296,7 +300,7 @@ main() {
 		echo "$want_args" >"$DIR/kube-apiserver.args"
 		start kube-apiserver "$bin/kube-apiserver" "${APISERVER_ARGS[@]}"
 	fi
-	wait_for 180 "kube-apiserver /readyz at $APISERVER_URL" readyz
+	wait_for 180 "kube-apiserver /readyz at $APISERVER_URL" "etcd kube-apiserver" readyz
 	log "kube-apiserver ready at $APISERVER_URL"
 
 	install_crds
