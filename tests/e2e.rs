@@ -1,0 +1,380 @@
+//! End to end through the real kube-apiserver, as users meet eval-admission:
+//! `kubectl create`, `kubectl apply`, `kubectl --as=alice`.
+//!
+//! These need the test control plane (etcd + kube-apiserver built from their Go
+//! modules, the Kueue and JobSet CRDs, eval-admission registered with the
+//! shipped webhook configurations): `make e2e` brings it up, runs them with
+//! `--ignored`, and takes it down.
+
+mod common;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Once, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::repo;
+use serde_json::Value;
+
+const NEEDS_CLUSTER: &str = "needs the test control plane: run `make e2e`";
+
+/// Tests that stop the server or remove Kueue take this for writing; the rest read.
+static DISRUPTION: RwLock<()> = RwLock::new(());
+static SEEDS: Once = Once::new();
+
+struct Cluster {
+    dir: PathBuf,
+}
+
+fn cluster() -> Cluster {
+    let dir = std::env::var_os("EVAL_ADMISSION_CLUSTER_DIR").map(PathBuf::from).unwrap_or_else(|| repo(".cluster"));
+    assert!(dir.join("kubeconfig").exists(), "no cluster at {}: {NEEDS_CLUSTER}", dir.display());
+    let cluster = Cluster { dir };
+    SEEDS.call_once(|| {
+        // The seeds' queues and priority classes: team-a-cq (no preemption),
+        // team-a-shared-cq (LowerPriority), WorkloadPriorityClasses 1000/500/100.
+        cluster.ok(&["apply", "-f", repo("examples/cluster.yaml").to_str().unwrap()], None);
+    });
+    cluster
+}
+
+impl Cluster {
+    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new(self.dir.join("bin/kubectl"))
+            .arg("--kubeconfig")
+            .arg(self.dir.join("kubeconfig"))
+            .args(args)
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("runs kubectl");
+        if let Some(input) = stdin {
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs kubectl and returns stdout; panics with stderr when it fails.
+    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let output = self.kubectl(args, stdin);
+        assert!(output.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// Runs kubectl expecting a refusal; returns stderr.
+    fn refused(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let output = self.kubectl(args, stdin);
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(
+            !output.status.success(),
+            "kubectl {args:?} should have been refused; stdout: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        stderr
+    }
+
+    fn get(&self, resource: &str, namespace: &str, name: &str) -> Value {
+        serde_json::from_str(&self.ok(&["get", resource, name, "-n", namespace, "-o", "json"], None)).unwrap()
+    }
+
+    fn webhook(&self, command: &str) {
+        let status = Command::new(repo("hack/webhook.sh")).arg(command).arg(&self.dir).status().unwrap();
+        assert!(status.success(), "hack/webhook.sh {command}");
+    }
+
+    /// A namespace with optional default-queue annotation and LocalQueues (name -> ClusterQueue).
+    fn namespace(&self, prefix: &str, default_queue: Option<&str>, queues: &[(&str, &str)]) -> String {
+        let name = unique(prefix);
+        let mut yaml = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n");
+        if let Some(queue) = default_queue {
+            yaml.push_str(&format!("  annotations:\n    kueue.x-k8s.io/default-queue-name: {queue}\n"));
+        }
+        for (queue, cluster_queue) in queues {
+            yaml.push_str(&local_queue(&name, queue, cluster_queue));
+        }
+        self.ok(&["apply", "-f", "-"], Some(&yaml));
+        name
+    }
+}
+
+fn local_queue(namespace: &str, name: &str, cluster_queue: &str) -> String {
+    format!(
+        "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  clusterQueue: {cluster_queue}\n"
+    )
+}
+
+/// Names are unique per run: the test cluster keeps its etcd data, and
+/// namespaces never finish deleting without a controller manager.
+fn unique(prefix: &str) -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+    format!("{prefix}-{:x}", nanos % 0xffff_ffff_ffff)
+}
+
+/// The shipped EvalHub example moved to `namespace`, with extra labels and annotations.
+fn evalhub_job(namespace: &str, name: &str, labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> String {
+    let mut job: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(repo("examples/evalhub-job.yaml")).unwrap()).unwrap();
+    job["metadata"]["namespace"] = namespace.into();
+    job["metadata"]["name"] = name.into();
+    for (key, value) in labels {
+        job["metadata"]["labels"][*key] = (*value).into();
+    }
+    for (key, value) in annotations {
+        job["metadata"]["annotations"][*key] = (*value).into();
+    }
+    serde_json::to_string(&job).unwrap()
+}
+
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if check() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[test]
+#[ignore = "needs the test control plane: run `make e2e`"]
+fn an_evalhub_job_and_an_aiperf_jobset_are_queued_and_suspended() {
+    let cluster = cluster();
+    let _shared = DISRUPTION.read().unwrap();
+    let namespace = cluster.namespace("team-a", Some("eval-queue"), &[("eval-queue", "team-a-cq")]);
+    cluster.ok(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "evalhub-3f2a", &[], &[])));
+    let job = cluster.get("job", &namespace, "evalhub-3f2a");
+    assert_eq!(job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "eval-queue");
+    assert_eq!(job["spec"]["suspend"], true);
+    assert_eq!(job["metadata"]["labels"]["benchmark_id"], "mmlu", "everything else kept");
+
+    let benchmarks =
+        cluster.namespace("my-benchmarks", Some("aiperf-queue"), &[("aiperf-queue", "aiperf-cluster-queue")]);
+    let mut jobset: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(repo("examples/aiperf-jobset.yaml")).unwrap()).unwrap();
+    jobset["metadata"]["namespace"] = benchmarks.clone().into();
+    jobset["metadata"].as_object_mut().unwrap().remove("ownerReferences");
+    cluster.ok(&["create", "-f", "-"], Some(&jobset.to_string()));
+    let stored = cluster.get("jobset", &benchmarks, "aiperf-latency-sweep-7f2a");
+    assert_eq!(stored["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "aiperf-queue");
+    assert_eq!(stored["spec"]["suspend"], true);
+}
+
+#[test]
+#[ignore = "needs the test control plane: run `make e2e`"]
+fn a_missing_local_queue_is_refused_and_soft_findings_are_warnings() {
+    let cluster = cluster();
+    let _shared = DISRUPTION.read().unwrap();
+    let namespace = cluster.namespace("team-a", None, &[("eval-queue", "team-a-cq"), ("orphan-queue", "retired-cq")]);
+    let stderr = cluster.refused(
+        &["create", "-f", "-"],
+        Some(&evalhub_job(&namespace, "typo", &[("kueue.x-k8s.io/queue-name", "eval-queu")], &[])),
+    );
+    assert!(
+        stderr.contains(&format!(
+            "admission webhook \"validate.eval-admission.io\" denied the request: Job {namespace}/typo names LocalQueue \
+             'eval-queu' (label kueue.x-k8s.io/queue-name), which does not exist in namespace '{namespace}', so Kueue \
+             would keep it suspended forever. LocalQueues in '{namespace}': eval-queue, orphan-queue."
+        )),
+        "{stderr}"
+    );
+    assert!(
+        cluster.kubectl(&["get", "job", "typo", "-n", &namespace], None).status.code() != Some(0),
+        "nothing stored"
+    );
+
+    let output = cluster.kubectl(
+        &["create", "-f", "-"],
+        Some(&evalhub_job(&namespace, "orphaned", &[("kueue.x-k8s.io/queue-name", "orphan-queue")], &[])),
+    );
+    assert!(output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("Warning: LocalQueue 'orphan-queue'"), "kubectl prints the warning: {stderr}");
+
+    let plain = cluster.namespace("plain", None, &[]);
+    let output = cluster.kubectl(&["create", "-f", "-"], Some(&evalhub_job(&plain, "bypass", &[], &[])));
+    assert!(output.status.success());
+    assert!(String::from_utf8(output.stderr).unwrap().contains("bypasses Kueue"));
+}
+
+#[test]
+#[ignore = "needs the test control plane: run `make e2e`"]
+fn one_apply_of_a_namespace_its_local_queue_and_a_job_succeeds() {
+    let cluster = cluster();
+    let _shared = DISRUPTION.read().unwrap();
+    let namespace = unique("together");
+    let file = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n{}---\n{}",
+        local_queue(&namespace, "fresh-queue", "team-a-cq"),
+        serde_yaml::to_string(
+            &serde_json::from_str::<Value>(&evalhub_job(
+                &namespace,
+                "right-away",
+                &[("kueue.x-k8s.io/queue-name", "fresh-queue")],
+                &[]
+            ))
+            .unwrap()
+        )
+        .unwrap()
+    );
+    cluster.ok(&["apply", "-f", "-"], Some(&file));
+    assert_eq!(cluster.get("job", &namespace, "right-away")["spec"]["suspend"], true);
+}
+
+#[test]
+#[ignore = "needs the test control plane: run `make e2e`"]
+fn local_queues_created_and_deleted_while_running_are_seen() {
+    let cluster = cluster();
+    let _shared = DISRUPTION.read().unwrap();
+    let namespace = cluster.namespace("late", None, &[]);
+    cluster.ok(&["apply", "-f", "-"], Some(&local_queue(&namespace, "late-queue", "team-a-cq")));
+    let job = |name: &str| evalhub_job(&namespace, name, &[("kueue.x-k8s.io/queue-name", "late-queue")], &[]);
+    cluster.ok(&["create", "-f", "-"], Some(&job("first")));
+    cluster.ok(&["delete", "localqueue", "late-queue", "-n", &namespace], None);
+    let stderr = cluster.refused(&["create", "-f", "-"], Some(&job("second")));
+    assert!(stderr.contains("names LocalQueue 'late-queue'") && stderr.contains("has no LocalQueues"), "{stderr}");
+}
+
+#[test]
+#[ignore = "needs the test control plane: run `make e2e`"]
+fn preemptible_evaluations_are_refused_unless_they_checkpoint_or_the_queue_does_not_preempt() {
+    let cluster = cluster();
+    let _shared = DISRUPTION.read().unwrap();
+    let namespace =
+        cluster.namespace("preempt", None, &[("shared-queue", "team-a-shared-cq"), ("eval-queue", "team-a-cq")]);
+    let low = [("kueue.x-k8s.io/queue-name", "shared-queue"), ("kueue.x-k8s.io/priority-class", "experimental")];
+    let stderr = cluster.refused(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "low", &low, &[])));
+    assert!(
+        stderr.contains("ClusterQueue 'team-a-shared-cq' has preemption.withinClusterQueue LowerPriority"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("submit to a LocalQueue whose ClusterQueue cannot preempt it (eval-queue)"), "{stderr}");
+
+    let checkpointing = [("eval-admission.io/checkpointing", "true")];
+    cluster.ok(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "low-checkpointing", &low, &checkpointing)));
+    let safe = [("kueue.x-k8s.io/queue-name", "eval-queue"), ("kueue.x-k8s.io/priority-class", "experimental")];
+    cluster.ok(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "low-safe", &safe, &[])));
+}
+
+#[test]
+#[ignore = "needs the test control plane: run `make e2e`"]
+fn an_ordinary_user_cannot_take_a_queued_evaluation_out_of_kueue_but_kueue_can_start_it() {
+    let cluster = cluster();
+    let _shared = DISRUPTION.read().unwrap();
+    let namespace = cluster.namespace("bypass", None, &[("shared-queue", "team-a-shared-cq")]);
+    // alice may do anything with Jobs in this namespace, and nothing else.
+    cluster.ok(&["create", "role", "jobs", "-n", &namespace, "--verb=*", "--resource=jobs"], None);
+    cluster.ok(&["create", "rolebinding", "alice-jobs", "-n", &namespace, "--role=jobs", "--user=alice"], None);
+    let labels = [("kueue.x-k8s.io/queue-name", "shared-queue"), ("kueue.x-k8s.io/priority-class", "production")];
+    cluster.ok(&["create", "-f", "-", "--as=alice"], Some(&evalhub_job(&namespace, "queued", &labels, &[])));
+    assert_eq!(cluster.get("job", &namespace, "queued")["spec"]["suspend"], true);
+
+    let as_alice = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["-n", &namespace, "--as=alice"]);
+        cluster.refused(&all, None)
+    };
+    let stderr = as_alice(&["patch", "job", "queued", "--type=merge", "-p", r#"{"spec":{"suspend":false}}"#]);
+    assert!(stderr.contains("only Kueue") && stderr.contains("alice tried"), "{stderr}");
+    let stderr = as_alice(&["label", "job", "queued", "kueue.x-k8s.io/queue-name-"]);
+    assert!(stderr.contains("would let this evaluation run outside Kueue"), "{stderr}");
+    let stderr = as_alice(&["label", "job", "queued", "kueue.x-k8s.io/priority-class=experimental", "--overwrite"]);
+    assert!(stderr.contains("Kueue could preempt it"), "{stderr}");
+    assert_eq!(cluster.get("job", &namespace, "queued")["spec"]["suspend"], true, "still suspended");
+
+    // Kueue's controller identity starts it.
+    let kueue = "system:serviceaccount:kueue-system:kueue-controller-manager";
+    cluster.ok(&["create", "role", "kueue-jobs", "-n", &namespace, "--verb=get,update,patch", "--resource=jobs"], None);
+    cluster.ok(
+        &["create", "rolebinding", "kueue-jobs", "-n", &namespace, "--role=kueue-jobs", &format!("--user={kueue}")],
+        None,
+    );
+    cluster.ok(
+        &[
+            "patch",
+            "job",
+            "queued",
+            "-n",
+            &namespace,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"suspend":false}}"#,
+            &format!("--as={kueue}"),
+        ],
+        None,
+    );
+    assert_eq!(cluster.get("job", &namespace, "queued")["spec"]["suspend"], false);
+}
+
+#[test]
+#[ignore = "needs the test control plane: run `make e2e`"]
+fn server_side_dry_run_behaves_like_a_create_and_stores_nothing() {
+    let cluster = cluster();
+    let _shared = DISRUPTION.read().unwrap();
+    let namespace = cluster.namespace("dry", Some("eval-queue"), &[("eval-queue", "team-a-cq")]);
+    let printed = cluster
+        .ok(&["create", "--dry-run=server", "-o", "json", "-f", "-"], Some(&evalhub_job(&namespace, "dry", &[], &[])));
+    let printed: Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(printed["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "eval-queue");
+    assert_eq!(printed["spec"]["suspend"], true);
+    assert!(!cluster.kubectl(&["get", "job", "dry", "-n", &namespace], None).status.success(), "nothing stored");
+    let typo = evalhub_job(&namespace, "dry-typo", &[("kueue.x-k8s.io/queue-name", "nope")], &[]);
+    assert!(
+        cluster.refused(&["create", "--dry-run=server", "-f", "-"], Some(&typo)).contains("names LocalQueue 'nope'")
+    );
+}
+
+#[test]
+#[ignore = "needs the test control plane: run `make e2e`"]
+fn with_the_server_stopped_evaluations_fail_closed_and_other_jobs_are_untouched() {
+    let cluster = cluster();
+    let _exclusive = DISRUPTION.write().unwrap();
+    let namespace = cluster.namespace("outage", Some("eval-queue"), &[("eval-queue", "team-a-cq")]);
+    cluster.webhook("down");
+    let stderr = cluster.refused(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "during-outage", &[], &[])));
+    cluster.webhook("up");
+    assert!(stderr.contains("failed calling webhook \"mutate.eval-admission.io\""), "failurePolicy Fail: {stderr}");
+
+    // A Job that is not an evaluation never reaches the webhook (matchConditions), up or down.
+    cluster.webhook("down");
+    let mut other: Value = serde_json::from_str(&evalhub_job(&namespace, "web-batch", &[], &[])).unwrap();
+    other["metadata"]["labels"] = serde_json::json!({"app": "web"});
+    let output = cluster.kubectl(&["create", "-f", "-"], Some(&other.to_string()));
+    cluster.webhook("up");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(cluster.get("job", &namespace, "web-batch")["spec"].get("suspend").is_none_or(|s| s == false));
+
+    cluster.ok(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "after-outage", &[], &[])));
+}
+
+#[test]
+#[ignore = "needs the test control plane: run `make e2e`"]
+fn kueue_removed_and_reinstalled_while_running_is_noticed() {
+    let cluster = cluster();
+    let _exclusive = DISRUPTION.write().unwrap();
+    let namespace = cluster.namespace("crd", None, &[("eval-queue", "team-a-cq")]);
+    let job = |name: &str| evalhub_job(&namespace, name, &[("kueue.x-k8s.io/queue-name", "eval-queue")], &[]);
+    let crd = cluster.ok(&["get", "crd", "localqueues.kueue.x-k8s.io", "-o", "json"], None);
+    cluster.ok(&["delete", "crd", "localqueues.kueue.x-k8s.io"], None);
+    eventually("the server to see Kueue gone", || {
+        let output = cluster.kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&job("probe")));
+        String::from_utf8_lossy(&output.stderr)
+            .contains("Kueue is not installed, but LocalQueue 'eval-queue' was explicitly requested")
+    });
+    let mut crd: Value = serde_json::from_str(&crd).unwrap();
+    for field in ["resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"] {
+        crd["metadata"].as_object_mut().unwrap().remove(field);
+    }
+    crd.as_object_mut().unwrap().remove("status");
+    cluster.ok(&["create", "-f", "-"], Some(&crd.to_string()));
+    cluster.ok(&["wait", "--for=condition=Established", "crd/localqueues.kueue.x-k8s.io", "--timeout=60s"], None);
+    // The CRD's deletion took the LocalQueues with it: restore them.
+    cluster.ok(&["apply", "-f", repo("examples/cluster.yaml").to_str().unwrap()], None);
+    cluster.ok(&["apply", "-f", "-"], Some(&local_queue(&namespace, "eval-queue", "team-a-cq")));
+    eventually("the server to see Kueue back", || {
+        cluster.kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&job("probe"))).status.success()
+    });
+    cluster.ok(&["create", "-f", "-"], Some(&job("after-reinstall")));
+}
