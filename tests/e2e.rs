@@ -378,3 +378,70 @@ fn kueue_removed_and_reinstalled_while_running_is_noticed() {
     });
     cluster.ok(&["create", "-f", "-"], Some(&job("after-reinstall")));
 }
+
+/// Puts the loopback registration back when a test replaced it.
+struct Reregister<'a>(&'a Cluster);
+
+impl Drop for Reregister<'_> {
+    fn drop(&mut self) {
+        self.0.webhook("register");
+    }
+}
+
+#[test]
+#[ignore = "needs the test control plane: run `make e2e`"]
+fn every_overlay_applies_to_the_real_api_server_and_the_install_works_as_written() {
+    let cluster = cluster();
+    let _exclusive = DISRUPTION.write().unwrap();
+    let crds = Command::new(repo("hack/deploy-crds.sh")).output().unwrap();
+    assert!(crds.status.success(), "{}", String::from_utf8_lossy(&crds.stderr));
+    let crds = String::from_utf8(crds.stdout).unwrap().trim().to_string();
+    cluster.ok(&["apply", "--server-side", "-f", &crds], None);
+    cluster.ok(&["wait", "--for=condition=Established", "--timeout=60s", "-f", &crds], None);
+    let generated = Command::new(repo("certs/make-serving-cert.sh")).status().unwrap();
+    assert!(generated.success());
+
+    // Server-side dry runs of namespaced objects need their namespace to exist.
+    let _ = cluster.kubectl(&["create", "namespace", "eval-admission-system"], None);
+    for overlay in ["manifests", "manifests/cert-manager", "manifests/static-certs", "manifests/monitoring"] {
+        let printed = cluster.ok(&["apply", "-k", repo(overlay).to_str().unwrap(), "--dry-run=server"], None);
+        assert!(printed.contains("(server dry run)"), "{overlay}: {printed}");
+    }
+
+    // The README's install command, for real; then the tests' own registration comes back.
+    let _restore = Reregister(&cluster);
+    cluster.ok(&["apply", "-k", repo("manifests").to_str().unwrap()], None);
+    let mutating: Value = serde_json::from_str(
+        &cluster.ok(&["get", "mutatingwebhookconfiguration", "eval-admission-mutating", "-o", "json"], None),
+    )
+    .unwrap();
+    assert_eq!(mutating["webhooks"][0]["clientConfig"]["service"]["name"], "eval-admission");
+    assert_eq!(
+        mutating["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+        "eval-admission-system/eval-admission"
+    );
+    let deployment = cluster.get("deployment", "eval-admission-system", "eval-admission");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    assert_eq!(
+        cluster.get("certificate", "eval-admission-system", "eval-admission")["spec"]["secretName"],
+        "eval-admission-tls"
+    );
+    for (resource, name) in
+        [("poddisruptionbudget", "eval-admission"), ("networkpolicy", "eval-admission"), ("service", "eval-admission")]
+    {
+        cluster.ok(&["get", resource, name, "-n", "eval-admission-system"], None);
+    }
+    // The ServiceAccount may read exactly what the caches watch, and write nothing.
+    let sa = "--as=system:serviceaccount:eval-admission-system:eval-admission";
+    for (verb, resource, expected) in [
+        ("watch", "localqueues.kueue.x-k8s.io", "yes"),
+        ("list", "namespaces", "yes"),
+        ("watch", "priorityclasses.scheduling.k8s.io", "yes"),
+        ("create", "jobs.batch", "no"),
+        ("get", "secrets", "no"),
+        ("update", "localqueues.kueue.x-k8s.io", "no"),
+    ] {
+        let output = cluster.kubectl(&["auth", "can-i", verb, resource, "-A", sa], None);
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), expected, "{verb} {resource}");
+    }
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# CRDs the deployment manifests use besides Kueue's: cert-manager's (the default
+# overlay's Issuer and Certificate) and the Prometheus Operator's (ServiceMonitor,
+# PrometheusRule), copied from their Go modules into the cache. Prints the folder.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+CERT_MANAGER_VERSION=v1.21.2
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
+out=$EVAL_ADMISSION_CACHE/crds/deploy-cert-manager-$CERT_MANAGER_VERSION-prometheus-operator-$PROMETHEUS_OPERATOR_VERSION
+
+if [[ ! -f $out/done ]]; then
+	use_go
+	module_dir() { (cd "$TOOLS_DIR" && go mod download -json "$1" | awk -F'"' '/"Dir"/ {print $4}'); }
+	cert_manager=$(module_dir "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION")
+	prometheus=$(module_dir "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION")
+	rm -rf "$out"; mkdir -p "$out"
+	cp "$cert_manager"/deploy/crds/cert-manager.io_*.yaml "$out/"
+	cp "$prometheus"/example/prometheus-operator-crd/monitoring.coreos.com_{servicemonitors,prometheusrules}.yaml "$out/"
+	chmod u+w "$out"/*.yaml
+	touch "$out/done"
+	log "deployment CRDs in $out"
+fi
+echo "$out"
