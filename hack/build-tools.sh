@@ -4,6 +4,7 @@
 # CRDs into $EVAL_ADMISSION_CACHE/crds/. Skips whatever is already there.
 # Progress goes to stderr; the last line of stdout is the bin dir.
 set -euo pipefail
+# shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BINARIES=(etcd kube-apiserver kubectl)
@@ -76,7 +77,8 @@ copy_crds() {
 	# The module cache is read-only; install gives the copies normal modes.
 	install -m 0644 "$dir"/config/components/crd/bases/*.yaml "$tmp/"
 	rm -rf "$dest"; mv "$tmp" "$dest"
-	log "copied $(ls "$dest" | wc -l) CRDs from $module@$version to $dest"
+	local files=("$dest"/*.yaml)
+	log "copied ${#files[@]} CRDs from $module@$version to $dest"
 }
 
 main() {

@@ -6,6 +6,7 @@
 #
 #   hack/cluster-down.sh [--only NAME] [DIR]    DIR defaults to <repo>/.cluster
 set -euo pipefail
+# shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # apiserver first, so it does not log etcd connection errors while stopping.

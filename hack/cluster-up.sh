@@ -18,7 +18,16 @@
 # CA, also usable to sign a webhook's serving cert), pki/, etcd/ (data, kept
 # across restarts), logs/, pids/, bin/kubectl.
 # The last line of stdout is `export KUBECONFIG=DIR/kubeconfig`.
+#
+# Things that differ from a real cluster (nothing runs controllers):
+#   - register webhooks with clientConfig.url https://127.0.0.1:PORT/..., not a
+#     Service: there is no kube-proxy or endpoints to route to;
+#   - Jobs/JobSets are stored but never run; deleted namespaces stay Terminating;
+#   - creating a Pod needs `kubectl create serviceaccount default` in its
+#     namespace first (ServiceAccount admission is on, no controller makes it);
+#   - when the cluster is already up the hook is not run again.
 set -euo pipefail
+# shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DIR=${1:-$REPO_ROOT/.cluster}
@@ -48,6 +57,7 @@ start() {
 	# The inner bash records its own pid and then execs, so the pid file holds
 	# the real process whether or not setsid had to fork.
 	# 8>&-: the daemons must not inherit (and so hold forever) the DIR lock.
+	# shellcheck disable=SC2016 # $$ and $@ belong to the inner bash
 	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$@" \
 		</dev/null >>"$DIR/logs/$name.log" 2>&1 8>&- &
 	local i
@@ -76,6 +86,7 @@ free_port() { # below the ephemeral range (32768+) to avoid outgoing sockets
 # kubeconfig stay valid across cluster-down/cluster-up).
 choose_ports() {
 	if [[ -f $DIR/ports ]]; then
+		# shellcheck source=/dev/null
 		source "$DIR/ports"
 	fi
 	APISERVER_PORT=${KUBE_APISERVER_PORT:-${APISERVER_PORT:-$(free_port)}}
@@ -187,6 +198,7 @@ etcd_args() {
 apiserver_args() {
 	local -a extra=()
 	read -r -a extra <<<"${EXTRA_APISERVER_FLAGS:-}"
+	# shellcheck disable=SC2054 # commas inside flag values are intended
 	APISERVER_ARGS=(
 		--bind-address=127.0.0.1
 		--advertise-address=127.0.0.1
@@ -253,7 +265,9 @@ run_hook() {
 	[[ -n ${CLUSTER_UP_HOOK:-} ]] || return 0
 	[[ -x $CLUSTER_UP_HOOK ]] || die "CLUSTER_UP_HOOK=$CLUSTER_UP_HOOK is not executable"
 	log "running hook $CLUSTER_UP_HOOK $DIR"
-	KUBECONFIG=$KUBECONFIG_FILE KUBECTL=$KUBECTL CLUSTER_DIR=$DIR "$CLUSTER_UP_HOOK" "$DIR"
+	# 8>&-: whatever the hook leaves running (the webhook server) must not
+	# inherit the DIR lock, or the next cluster-up.sh would wait on it.
+	KUBECONFIG=$KUBECONFIG_FILE KUBECTL=$KUBECTL CLUSTER_DIR=$DIR "$CLUSTER_UP_HOOK" "$DIR" 8>&-
 }
 
 # ---------------------------------------------------------------- main
@@ -279,7 +293,7 @@ main() {
 	rm -f "$DIR/ready"
 
 	local bin
-	bin=$("$REPO_ROOT/hack/build-tools.sh" | tail -n1)
+	bin=$("$REPO_ROOT/hack/build-tools.sh" 8>&- | tail -n1)
 	ln -sfn "$bin/kubectl" "$KUBECTL"
 
 	make_pki
@@ -291,8 +305,7 @@ main() {
 	fi
 	wait_for 60 "etcd to listen on 127.0.0.1:$ETCD_PORT" etcd etcd_listening
 
-	local pid
-	if pid=$(pid_of kube-apiserver) && [[ $want_args != "$(cat "$DIR/kube-apiserver.args" 2>/dev/null)" ]]; then
+	if pid_of kube-apiserver >/dev/null && [[ $want_args != "$(cat "$DIR/kube-apiserver.args" 2>/dev/null)" ]]; then
 		log "kube-apiserver flags changed, restarting it"
 		"$REPO_ROOT/hack/cluster-down.sh" --only kube-apiserver "$DIR"
 	fi

@@ -28,8 +28,12 @@ K8S_VERSION=$(mod_version k8s.io/kubernetes)
 ETCD_VERSION=$(mod_version go.etcd.io/etcd/server/v3)
 [[ -n $K8S_VERSION && -n $ETCD_VERSION ]] || die "cannot read versions from $TOOLS_DIR/go.mod"
 
+# Used by the scripts that source this file.
+# shellcheck disable=SC2034
 K8S_BIN_DIR=$EVAL_ADMISSION_CACHE/k8s-$K8S_VERSION/bin
+# shellcheck disable=SC2034
 KUEUE_CRD_DIR=$EVAL_ADMISSION_CACHE/crds/kueue-$KUEUE_VERSION
+# shellcheck disable=SC2034
 JOBSET_CRD_DIR=$EVAL_ADMISSION_CACHE/crds/jobset-$JOBSET_VERSION
 
 # Go lives in /usr/local/go on the project machines but is not always on PATH.
