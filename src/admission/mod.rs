@@ -100,6 +100,23 @@ pub fn review(webhook: Webhook, body: &[u8], config: &Config, view: &impl Cluste
     Ok(outcome(request, decision))
 }
 
+/// The benchmark baseline (`serve --noop`): read the same body, decode only the
+/// uid, answer allowed. Returns the uid and the response body.
+pub fn review_noop(body: &[u8]) -> Result<(String, Vec<u8>), Error> {
+    #[derive(serde::Deserialize)]
+    struct Uid {
+        uid: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct UidOnly {
+        request: Option<Uid>,
+    }
+    let review: UidOnly = serde_json::from_slice(body).map_err(|e| Error::BadReview(e.to_string()))?;
+    let uid = review.request.ok_or_else(|| Error::BadReview("no request in the AdmissionReview".into()))?.uid;
+    let body = response::encode(&uid, &Decision::allow(Reason::NotAWorkload));
+    Ok((uid, body))
+}
+
 /// The decision for an already decoded request.
 pub fn decide(
     webhook: Webhook,

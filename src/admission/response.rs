@@ -76,8 +76,3 @@ pub fn encode(uid: &str, decision: &Decision) -> Vec<u8> {
     };
     serde_json::to_vec(&review).expect("an AdmissionReview response always serializes")
 }
-
-/// An allow for any request, echoing its uid: the `serve --noop` baseline.
-pub fn encode_allow(uid: &str) -> Vec<u8> {
-    encode(uid, &Decision::allow(crate::rules::Reason::NotAWorkload))
-}

@@ -149,20 +149,10 @@ async fn review(app: &AppState, webhook: Webhook, body: &[u8]) -> Result<Outcome
 
 /// The baseline: decode only the uid and answer allowed.
 fn noop(body: &[u8]) -> Result<Outcome, Error> {
-    #[derive(serde::Deserialize)]
-    struct Uid {
-        uid: String,
-    }
-    #[derive(serde::Deserialize)]
-    struct Review {
-        request: Option<Uid>,
-    }
-    let review: Review = serde_json::from_slice(body).map_err(|e| Error::BadReview(e.to_string()))?;
-    let uid = review.request.ok_or_else(|| Error::BadReview("no request in the AdmissionReview".into()))?.uid;
-    let decision = admission::Decision::allow(crate::rules::Reason::NotAWorkload);
+    let (uid, body) = admission::review_noop(body)?;
     Ok(Outcome {
-        body: admission::response::encode(&uid, &decision),
-        decision,
+        body,
+        decision: admission::Decision::allow(crate::rules::Reason::NotAWorkload),
         uid,
         kind: String::new(),
         namespace: String::new(),

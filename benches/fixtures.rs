@@ -1,0 +1,147 @@
+//! Realistic review bodies for the benchmarks, shaped like what the API server
+//! sends: an EvalHub Job as `kubectl create` leaves it (managedFields included),
+//! about 10 KB; an AIPerf JobSet with a controller and workers, about 40 KB;
+//! and a Job UPDATE carrying both objects.
+
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+
+fn env(count: usize, prefix: &str) -> Vec<Value> {
+    (0..count)
+        .map(|i| json!({"name": format!("{prefix}_SETTING_{i:02}"), "value": format!("value-for-{prefix}-setting-{i:02}-with-some-length")}))
+        .collect()
+}
+
+fn container(name: &str, image: &str, env_count: usize) -> Value {
+    json!({
+        "name": name, "image": image, "imagePullPolicy": "IfNotPresent",
+        "args": ["--model-url", "http://llm-service.team-a.svc.cluster.local:8080/v1", "--model-name", "granite-3.1-8b", "--benchmark", "mmlu"],
+        "env": env(env_count, name),
+        "resources": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"cpu": "4", "memory": "16Gi"}},
+        "volumeMounts": [{"name": "job-spec", "mountPath": "/meta"}, {"name": "cache", "mountPath": "/cache"}],
+        "securityContext": {"allowPrivilegeEscalation": false, "runAsNonRoot": true, "capabilities": {"drop": ["ALL"]}},
+        "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+    })
+}
+
+/// `kubectl create` records every field it set; the API server sends them along.
+fn managed_fields(object: &Value) -> Value {
+    fn fields(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut out = serde_json::Map::new();
+                out.insert(".".into(), json!({}));
+                for (key, value) in map {
+                    out.insert(format!("f:{key}"), fields(value));
+                }
+                Value::Object(out)
+            }
+            _ => json!({}),
+        }
+    }
+    json!([{"manager": "kubectl-create", "operation": "Update", "apiVersion": object["apiVersion"],
+        "time": "2026-12-02T10:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields(&object["spec"])}])
+}
+
+pub fn evalhub_job(namespace: &str) -> Value {
+    let labels = json!({"app": "evalhub", "component": "evaluation-job", "job_id": "3f2a9c1e-0b7d-4d5e-9a51-6c2f1e8b7a10",
+        "provider_id": "lm_evaluation_harness", "benchmark_id": "mmlu", "benchmark_index": "0",
+        "evalhub_instance_name": "evalhub", "evalhub_instance_namespace": namespace});
+    let mut job = json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "evalhub-3f2a9c1e0b7d4d5e9a516c2f1e8b7a10-9d41e7c2b05a4f3e8c6d", "namespace": namespace,
+            "uid": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b", "creationTimestamp": "2026-12-02T10:00:00Z", "labels": labels.clone()},
+        "spec": {"backoffLimit": 0, "completionMode": "NonIndexed", "completions": 1, "parallelism": 1,
+            "manualSelector": false, "podReplacementPolicy": "TerminatingOrFailed", "ttlSecondsAfterFinished": 3600,
+            "template": {"metadata": {"labels": labels},
+                "spec": {"restartPolicy": "Never", "serviceAccountName": "evalhub-jobs", "dnsPolicy": "ClusterFirst",
+                    "schedulerName": "default-scheduler", "terminationGracePeriodSeconds": 30, "securityContext": {},
+                    "containers": [container("adapter", "quay.io/evalhub/lm-evaluation-harness-adapter:v0.4.1", 24),
+                                   container("sidecar", "quay.io/evalhub/results-sidecar:v0.4.1", 8)],
+                    "volumes": [{"name": "job-spec", "configMap": {"name": "evalhub-3f2a9c1e-spec", "defaultMode": 420}},
+                                {"name": "cache", "emptyDir": {}}]}}},
+        "status": {},
+    });
+    job["metadata"]["managedFields"] = managed_fields(&job);
+    job
+}
+
+pub fn aiperf_jobset(namespace: &str) -> Value {
+    let replicated = |name: &str, replicas: u32, containers: Vec<Value>| {
+        json!({"name": name, "replicas": replicas, "template": {"spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
+            "template": {"metadata": {"labels": {"app": "aiperf", "aiperf.nvidia.com/role": name}},
+                "spec": {"restartPolicy": "Never", "containers": containers,
+                    "volumes": [{"name": "job-spec", "configMap": {"name": "aiperf-config"}}, {"name": "cache", "emptyDir": {}}]}}}}})
+    };
+    let image = "nvcr.io/nvidia/aiperf:0.4.0";
+    let mut jobset = json!({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "aiperf-latency-sweep-7f2a", "namespace": namespace, "uid": "0d7f3b2a-5c1e-4e8f-9a6b-2c4d8e1f7a3b",
+            "labels": {"app": "aiperf", "aiperf.nvidia.com/job-id": "latency-sweep-7f2a"},
+            "ownerReferences": [{"apiVersion": "aiperf.nvidia.com/v1alpha1", "kind": "AIPerfJob", "name": "latency-sweep-7f2a",
+                "uid": "0d7f3b2a-5c1e-4e8f-9a6b-2c4d8e1f7a3b", "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"network": {"enableDNSHostnames": true}, "successPolicy": {"operator": "All", "targetReplicatedJobs": ["controller"]},
+            "replicatedJobs": [
+                replicated("controller", 1, vec![container("control-plane", image, 40), container("records-manager", image, 30),
+                    container("results-sidecar", image, 20), container("telemetry", image, 20)]),
+                replicated("workers", 4, vec![container("worker", image, 60)]),
+            ]},
+    });
+    jobset["metadata"]["managedFields"] = managed_fields(&jobset);
+    jobset
+}
+
+fn review(kind: (&str, &str, &str, &str), operation: &str, object: &Value, old: Option<&Value>, user: &str) -> Vec<u8> {
+    let (group, version, kind, resource) = kind;
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "b6f7a0c2-5d1e-4f3a-9c8b-2e4d6f8a0b1c",
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": resource},
+            "requestKind": {"group": group, "version": version, "kind": kind},
+            "requestResource": {"group": group, "version": version, "resource": resource},
+            "name": object["metadata"]["name"], "namespace": object["metadata"]["namespace"], "operation": operation,
+            "userInfo": {"username": user, "uid": "4c1f", "groups": ["system:serviceaccounts", "system:authenticated"]},
+            "object": object, "oldObject": old, "dryRun": false,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": if operation == "CREATE" { "CreateOptions" } else { "UpdateOptions" }}}
+    }))
+    .unwrap()
+}
+
+const JOB: (&str, &str, &str, &str) = ("batch", "v1", "Job", "jobs");
+const JOBSET: (&str, &str, &str, &str) = ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets");
+
+/// An EvalHub Job CREATE in team-a-namespace (gets the namespace default queue).
+pub fn job_create() -> Vec<u8> {
+    review(JOB, "CREATE", &evalhub_job("team-a-namespace"), None, "system:serviceaccount:team-a-namespace:evalhub")
+}
+
+/// The same Job after mutation, as the validating webhook receives it.
+pub fn job_create_mutated() -> Vec<u8> {
+    let mut job = evalhub_job("team-a-namespace");
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("eval-queue");
+    job["spec"]["suspend"] = json!(true);
+    review(JOB, "CREATE", &job, None, "system:serviceaccount:team-a-namespace:evalhub")
+}
+
+/// Kueue unsuspending the queued Job: an UPDATE with both objects.
+pub fn job_update() -> Vec<u8> {
+    let mut old = evalhub_job("team-a-namespace");
+    old["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("eval-queue");
+    old["spec"]["suspend"] = json!(true);
+    let mut new = old.clone();
+    new["spec"]["suspend"] = json!(false);
+    review(JOB, "UPDATE", &new, Some(&old), "system:serviceaccount:kueue-system:kueue-controller-manager")
+}
+
+/// An AIPerf JobSet CREATE in my-benchmarks (no queue label: gets the namespace default).
+pub fn jobset_create() -> Vec<u8> {
+    review(
+        JOBSET,
+        "CREATE",
+        &aiperf_jobset("my-benchmarks"),
+        None,
+        "system:serviceaccount:aiperf-system:aiperf-operator",
+    )
+}
