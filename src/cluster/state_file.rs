@@ -17,10 +17,11 @@ pub fn load(path: &Path) -> Result<ClusterState, Error> {
 }
 
 /// Decodes a state file's contents; the error says which document is wrong and why.
+/// Each document is decoded and pruned as it is read, so a large file never
+/// sits in memory as a whole tree of values.
 pub fn parse(bytes: &[u8]) -> Result<ClusterState, String> {
     let mut state = ClusterState::default();
-    for (index, document) in documents(bytes)?.into_iter().enumerate() {
-        let position = index + 1;
+    for_each_document(bytes, |position, document| {
         for object in unpack_lists(document) {
             match decode_document(object) {
                 Ok(Some(decoded)) => state.apply(decoded),
@@ -28,21 +29,31 @@ pub fn parse(bytes: &[u8]) -> Result<ClusterState, String> {
                 Err(message) => return Err(format!("document {position}: {message}")),
             }
         }
-    }
+        Ok(())
+    })?;
     Ok(state)
 }
 
 /// Splits multi-document YAML into JSON values, skipping empty documents.
 pub fn documents(bytes: &[u8]) -> Result<Vec<Value>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text (is this a binary file?)".to_string())?;
     let mut values = Vec::new();
+    for_each_document(bytes, |_, value| {
+        values.push(value);
+        Ok(())
+    })?;
+    Ok(values)
+}
+
+/// Calls `each` with the 1-based position and value of every non-empty document.
+fn for_each_document(bytes: &[u8], mut each: impl FnMut(usize, Value) -> Result<(), String>) -> Result<(), String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text (is this a binary file?)".to_string())?;
     for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let value = Value::deserialize(document).map_err(|e| format!("document {}: not valid YAML: {e}", index + 1))?;
         if !value.is_null() {
-            values.push(value);
+            each(index + 1, value)?;
         }
     }
-    Ok(values)
+    Ok(())
 }
 
 fn unpack_lists(document: Value) -> Vec<Value> {

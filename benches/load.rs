@@ -1,0 +1,188 @@
+//! The server under load: `serve --noop` (same binary, TLS and HTTP stack, answers
+//! allow with the uid echoed) beside the full server, each pinned to CPU 0 with
+//! this load generator on CPU 1. HTTP/1.1 keep-alive, as the API server uses.
+//! Open loop at a sweep of fixed rates: each request is sent when due, whether
+//! or not earlier ones were answered, so a slow server cannot slow the load down.
+//! Noop and full runs alternate. Writes $BENCH_OUT/load.json.
+
+mod fixtures;
+mod harness;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+type Body = Vec<u8>;
+
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    offered: f64,
+    achieved: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: usize,
+    cpu_us_per_review: f64,
+}
+
+async fn run(client: &reqwest::Client, url: &str, body: &Body, rate: f64, duration: Duration, pid: u32) -> Run {
+    let total = (rate * duration.as_secs_f64()).round() as usize;
+    let body = axum::body::Bytes::from(body.clone());
+    let latencies = Arc::new(std::sync::Mutex::new(Vec::with_capacity(total)));
+    let errors = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let cpu_before = harness::cpu_time(pid);
+    let start = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut sent = 0;
+    while sent < total {
+        let due = ((start.elapsed().as_secs_f64() * rate) as usize + 1).min(total);
+        while sent < due {
+            let (client, url, body) = (client.clone(), url.to_string(), body.clone());
+            let (latencies, errors) = (latencies.clone(), errors.clone());
+            tasks.spawn(async move {
+                // From the send, not the schedule: tokio's timer ticks at 1 ms, and that
+                // lag belongs to the generator. Sends never wait on earlier answers.
+                let sent_at = Instant::now();
+                let ok = match client.post(url).header("content-type", "application/json").body(body).send().await {
+                    Ok(response) => response.status() == 200 && response.bytes().await.is_ok(),
+                    Err(_) => false,
+                };
+                if ok {
+                    latencies.lock().unwrap().push(sent_at.elapsed().as_secs_f64() * 1000.0);
+                } else {
+                    errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+            sent += 1;
+        }
+        tokio::time::sleep(Duration::from_micros(250)).await;
+    }
+    while tasks.join_next().await.is_some() {}
+    let elapsed = start.elapsed().as_secs_f64();
+    let cpu = harness::cpu_time(pid).saturating_sub(cpu_before);
+    let mut latencies = std::mem::take(&mut *latencies.lock().unwrap());
+    latencies.sort_by(|a, b| a.total_cmp(b));
+    let completed = latencies.len().max(1);
+    Run {
+        offered: rate,
+        achieved: latencies.len() as f64 / elapsed,
+        p50_ms: harness::quantile(&latencies, 0.50),
+        p99_ms: harness::quantile(&latencies, 0.99),
+        errors: errors.load(std::sync::atomic::Ordering::Relaxed),
+        cpu_us_per_review: cpu.as_secs_f64() * 1e6 / completed as f64,
+    }
+}
+
+fn summarize(runs: &[Run]) -> Value {
+    let pick = |f: fn(&Run) -> f64| harness::median(&mut runs.iter().map(f).collect::<Vec<_>>());
+    json!({
+        "offered_rps": runs[0].offered,
+        "achieved_rps": pick(|r| r.achieved),
+        "p50_ms": pick(|r| r.p50_ms),
+        "p99_ms": pick(|r| r.p99_ms),
+        "cpu_us_per_review": pick(|r| r.cpu_us_per_review),
+        "errors": runs.iter().map(|r| r.errors).sum::<usize>(),
+        "repeats": runs.len(),
+        "p99_ms_each": runs.iter().map(|r| r.p99_ms).collect::<Vec<_>>(),
+        "cpu_us_per_review_each": runs.iter().map(|r| r.cpu_us_per_review).collect::<Vec<_>>(),
+    })
+}
+
+fn main() {
+    let smoke = harness::smoke();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key, ca) = harness::certificates(dir.path());
+    let pinned = harness::cpus() >= 2;
+    let server_cpu = pinned.then_some(0);
+    let cluster = harness::repo("examples/cluster.yaml");
+    let cluster = cluster.to_str().unwrap();
+    // One worker thread: the server has one core; tokio would otherwise size its pool to the machine.
+    let env = [("TOKIO_WORKER_THREADS", "1")];
+    let noop = harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env);
+    let full = harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster], &env);
+    noop.wait_ready(Duration::from_secs(10));
+    full.wait_ready(Duration::from_secs(10));
+    if pinned {
+        harness::pin_self(1);
+    }
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let client = reqwest::Client::builder()
+        .use_rustls_tls()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
+        .http1_only()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(256)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let servers = [("noop", &noop), ("full", &full)];
+    let url = |server: &harness::Server, path: &str| format!("https://localhost:{}{path}", server.port);
+
+    let (rates, duration, repeats): (Vec<f64>, Duration, usize) = if smoke {
+        (vec![300.0], Duration::from_millis(500), 1)
+    } else {
+        (vec![1000.0, 2000.0, 4000.0, 6000.0, 8000.0, 10000.0, 12000.0, 14000.0], Duration::from_secs(4), 3)
+    };
+    // The other shapes are compared at one moderate rate.
+    let fixed_rate = if smoke { 300.0 } else { 2000.0 };
+    let job_create = fixtures::job_create();
+    let cases: Vec<(&str, &str, Body, Vec<f64>)> = vec![
+        ("job-create", "/mutate", job_create.clone(), rates.clone()),
+        ("jobset-create", "/mutate", fixtures::jobset_create(), vec![fixed_rate]),
+        ("job-update", "/validate", fixtures::job_update(), vec![fixed_rate]),
+    ];
+
+    let results = runtime.block_on(async {
+        // Warm up both servers: connections, TLS sessions, allocator.
+        for (_, server) in servers {
+            run(&client, &url(server, "/mutate"), &job_create, 500.0, Duration::from_millis(500), server.child.id()).await;
+        }
+        let mut results = serde_json::Map::new();
+        for (case, path, body, rates) in &cases {
+            let mut per_rate = Vec::new();
+            for rate in rates {
+                let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+                for repeat in 0..repeats {
+                    // Alternate which goes first, so drift hits both alike.
+                    let order = if repeat % 2 == 0 { [0, 1] } else { [1, 0] };
+                    for index in order {
+                        let server = servers[index].1;
+                        let result = run(&client, &url(server, path), body, *rate, duration, server.child.id()).await;
+                        runs[index].push(result);
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                }
+                let (noop_summary, full_summary) = (summarize(&runs[0]), summarize(&runs[1]));
+                let ratio = full_summary["cpu_us_per_review"].as_f64().unwrap() / noop_summary["cpu_us_per_review"].as_f64().unwrap();
+                println!(
+                    "{case} {rate:>6} rps: noop p50 {:.2} ms p99 {:.2} ms {:.1} us/review | full p50 {:.2} ms p99 {:.2} ms {:.1} us/review | cpu ratio {ratio:.2}",
+                    noop_summary["p50_ms"].as_f64().unwrap(), noop_summary["p99_ms"].as_f64().unwrap(), noop_summary["cpu_us_per_review"].as_f64().unwrap(),
+                    full_summary["p50_ms"].as_f64().unwrap(), full_summary["p99_ms"].as_f64().unwrap(), full_summary["cpu_us_per_review"].as_f64().unwrap(),
+                );
+                per_rate.push(json!({"rate": rate, "noop": noop_summary, "full": full_summary, "cpu_ratio_full_over_noop": ratio}));
+            }
+            results.insert(case.to_string(), json!({"path": path, "body_bytes": body.len(), "runs": per_rate}));
+        }
+        results
+    });
+
+    let highest = |mode: &str| -> Option<f64> {
+        results["job-create"]["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|run| run[mode]["p99_ms"].as_f64().is_some_and(|p99| p99 <= 5.0) && run[mode]["errors"] == 0)
+            .filter_map(|run| run["rate"].as_f64())
+            .fold(None, |best: Option<f64>, rate| Some(best.map_or(rate, |b| b.max(rate))))
+    };
+    let report = json!({
+        "server_cpu_pinned": pinned,
+        "duration_s": duration.as_secs_f64(),
+        "repeats": repeats,
+        "smoke": smoke,
+        "cases": results,
+        "highest_rate_p99_under_5ms": {"noop": highest("noop"), "full": highest("full")},
+    });
+    harness::write_json("load.json", &report);
+}
