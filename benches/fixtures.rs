@@ -57,8 +57,8 @@ pub fn evalhub_job(namespace: &str) -> Value {
             "template": {"metadata": {"labels": labels},
                 "spec": {"restartPolicy": "Never", "serviceAccountName": "evalhub-jobs", "dnsPolicy": "ClusterFirst",
                     "schedulerName": "default-scheduler", "terminationGracePeriodSeconds": 30, "securityContext": {},
-                    "containers": [container("adapter", "quay.io/evalhub/lm-evaluation-harness-adapter:v0.4.1", 24),
-                                   container("sidecar", "quay.io/evalhub/results-sidecar:v0.4.1", 8)],
+                    "containers": [container("adapter", "quay.io/evalhub/lm-evaluation-harness-adapter:v0.4.1", 40),
+                                   container("sidecar", "quay.io/evalhub/results-sidecar:v0.4.1", 12)],
                     "volumes": [{"name": "job-spec", "configMap": {"name": "evalhub-3f2a9c1e-spec", "defaultMode": 420}},
                                 {"name": "cache", "emptyDir": {}}]}}},
         "status": {},
@@ -83,9 +83,9 @@ pub fn aiperf_jobset(namespace: &str) -> Value {
                 "uid": "0d7f3b2a-5c1e-4e8f-9a6b-2c4d8e1f7a3b", "controller": true, "blockOwnerDeletion": true}]},
         "spec": {"network": {"enableDNSHostnames": true}, "successPolicy": {"operator": "All", "targetReplicatedJobs": ["controller"]},
             "replicatedJobs": [
-                replicated("controller", 1, vec![container("control-plane", image, 40), container("records-manager", image, 30),
-                    container("results-sidecar", image, 20), container("telemetry", image, 20)]),
-                replicated("workers", 4, vec![container("worker", image, 60)]),
+                replicated("controller", 1, vec![container("control-plane", image, 90), container("records-manager", image, 70),
+                    container("results-sidecar", image, 60), container("telemetry", image, 60)]),
+                replicated("workers", 4, vec![container("worker", image, 110)]),
             ]},
     });
     jobset["metadata"]["managedFields"] = managed_fields(&jobset);

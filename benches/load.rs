@@ -25,7 +25,12 @@ struct Run {
     cpu_us_per_review: f64,
 }
 
+/// Connections the generator keeps open, like the API server's pool of keep-alive
+/// connections to a webhook: requests beyond them wait for one, and that wait counts.
+const CONNECTIONS: usize = 32;
+
 async fn run(client: &reqwest::Client, url: &str, body: &Body, rate: f64, duration: Duration, pid: u32) -> Run {
+    let connections = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
     let total = (rate * duration.as_secs_f64()).round() as usize;
     let body = axum::body::Bytes::from(body.clone());
     let latencies = Arc::new(std::sync::Mutex::new(Vec::with_capacity(total)));
@@ -38,11 +43,12 @@ async fn run(client: &reqwest::Client, url: &str, body: &Body, rate: f64, durati
         let due = ((start.elapsed().as_secs_f64() * rate) as usize + 1).min(total);
         while sent < due {
             let (client, url, body) = (client.clone(), url.to_string(), body.clone());
-            let (latencies, errors) = (latencies.clone(), errors.clone());
+            let (latencies, errors, connections) = (latencies.clone(), errors.clone(), connections.clone());
             tasks.spawn(async move {
-                // From the send, not the schedule: tokio's timer ticks at 1 ms, and that
-                // lag belongs to the generator. Sends never wait on earlier answers.
+                // From when it was due (to the 1 ms tick of tokio's timer), including any
+                // wait for a free connection: a slow server cannot slow the load down.
                 let sent_at = Instant::now();
+                let _connection = connections.acquire().await;
                 let ok = match client.post(url).header("content-type", "application/json").body(body).send().await {
                     Ok(response) => response.status() == 200 && response.bytes().await.is_ok(),
                     Err(_) => false,
@@ -112,7 +118,7 @@ fn main() {
         .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
         .http1_only()
         .tcp_nodelay(true)
-        .pool_max_idle_per_host(256)
+        .pool_max_idle_per_host(CONNECTIONS)
         .timeout(Duration::from_secs(10))
         .build()
         .unwrap();
@@ -124,6 +130,12 @@ fn main() {
     } else {
         (vec![1000.0, 2000.0, 4000.0, 6000.0, 8000.0, 10000.0, 12000.0, 14000.0], Duration::from_secs(4), 3)
     };
+    // BENCH_RATES=2000,8000 BENCH_REPEATS=1: a quicker look while working on the server.
+    let rates = std::env::var("BENCH_RATES")
+        .ok()
+        .map(|list| list.split(',').filter_map(|r| r.trim().parse().ok()).collect())
+        .unwrap_or(rates);
+    let repeats = std::env::var("BENCH_REPEATS").ok().and_then(|r| r.parse().ok()).unwrap_or(repeats);
     // The other shapes are compared at one moderate rate.
     let fixed_rate = if smoke { 300.0 } else { 2000.0 };
     let job_create = fixtures::job_create();

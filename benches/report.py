@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Writes BENCHMARKS.md and the p99-versus-rate plot from the benchmark results.
+
+    report.py RESULTS_DIR CRITERION_DIR OUT_MARKDOWN OUT_PNG
+
+RESULTS_DIR holds load.json, scale.json and apiserver.json (written by the
+benches); CRITERION_DIR is criterion's output (target/criterion). Only what was
+measured is reported: a missing file leaves its section saying so.
+"""
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+results_dir, criterion_dir, out_md, out_png = sys.argv[1:5]
+
+
+def load(name):
+    path = os.path.join(results_dir, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def criterion(webhook_case, mode):
+    path = os.path.join(criterion_dir, "review", mode, webhook_case, "new", "estimates.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)["median"]["point_estimate"] / 1000.0  # ns -> us
+
+
+def machine():
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return f"{os.cpu_count()} cores ({model}), {platform.system()} {platform.release()}, commit {commit or 'unknown'}"
+
+
+def verdict(ok):
+    return "met" if ok else "**missed**"
+
+
+lines = []
+out = lines.append
+out("# Benchmarks")
+out("")
+out(f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {machine()}, by `make bench`. ")
+out("The machine is shared and noisy: every comparison below is two things measured side by side in one run, ")
+out("alternating, and each figure is a median over repeats. Nothing here is asserted by a test; `make test` runs ")
+out("each benchmark briefly (`BENCH_SMOKE=1`) only to keep it working.")
+out("")
+targets = []
+
+# 1. Per-review CPU without the network.
+out("## 1. Per-review CPU, no network (criterion)")
+out("")
+out("`cargo bench --bench review`: decode + decide + encode, beside a no-op that reads the same bytes (decodes the ")
+out("uid, encodes an allow). Bodies from `benches/fixtures.rs`: an EvalHub Job as the API server sends it after ")
+out("`kubectl create` (managedFields included), an AIPerf JobSet with a 4-container controller and workers.")
+out("")
+cases = [("job-create_mutate", "Job CREATE, /mutate"), ("job-create_validate", "Job CREATE, /validate (mutated object)"),
+         ("job-update_validate", "Job UPDATE, /validate (two objects)"), ("jobset-create_mutate", "JobSet CREATE, /mutate")]
+rows = [(label, criterion(case, "noop"), criterion(case, "full")) for case, label in cases]
+if any(noop is not None for _, noop, _ in rows):
+    out("| review | no-op µs | full µs | full / no-op |")
+    out("|---|---:|---:|---:|")
+    for label, noop, full in rows:
+        if noop and full:
+            out(f"| {label} | {noop:.2f} | {full:.2f} | {full / noop:.2f} |")
+else:
+    out("Not measured in this run.")
+out("")
+
+# 2. Server under load.
+load_results = load("load.json")
+out("## 2. The server under load")
+out("")
+if load_results:
+    pinned = "pinned to CPU 0, the load generator (`benches/load.rs`, open loop, HTTP/1.1 keep-alive) on CPU 1" \
+        if load_results["server_cpu_pinned"] else "not pinned (fewer than 2 CPUs)"
+    out(f"`eval-admission serve --noop` and the full server, each {pinned}, one tokio worker thread, serving ")
+    out(f"`examples/cluster.yaml` and logging one JSON line per review (full only). {load_results['duration_s']:.0f} s per run, ")
+    out(f"{load_results['repeats']} repeats alternating noop and full; server CPU from /proc (utime + stime) divided by reviews answered.")
+    out("")
+    job = load_results["cases"]["job-create"]
+    out(f"Job CREATE on /mutate ({job['body_bytes']} bytes):")
+    out("")
+    out("| offered rps | noop achieved | noop p50 ms | noop p99 ms | noop CPU µs/review | full achieved | full p50 ms | full p99 ms | full CPU µs/review | CPU full / noop |")
+    out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for run in job["runs"]:
+        n, f = run["noop"], run["full"]
+        out(f"| {run['rate']:.0f} | {n['achieved_rps']:.0f} | {n['p50_ms']:.2f} | {n['p99_ms']:.2f} | {n['cpu_us_per_review']:.1f} | "
+            f"{f['achieved_rps']:.0f} | {f['p50_ms']:.2f} | {f['p99_ms']:.2f} | {f['cpu_us_per_review']:.1f} | {run['cpu_ratio_full_over_noop']:.2f} |")
+    out("")
+    for case, label in [("jobset-create", "JobSet CREATE on /mutate"), ("job-update", "Job UPDATE on /validate")]:
+        if case in load_results["cases"]:
+            data = load_results["cases"][case]
+            for run in data["runs"]:
+                out(f"- {label} ({data['body_bytes']} bytes) at {run['rate']:.0f} rps: noop {run['noop']['cpu_us_per_review']:.1f} µs, "
+                    f"full {run['full']['cpu_us_per_review']:.1f} µs of CPU per review, ratio **{run['cpu_ratio_full_over_noop']:.2f}**; "
+                    f"p99 {run['noop']['p99_ms']:.2f} / {run['full']['p99_ms']:.2f} ms.")
+    highest = load_results["highest_rate_p99_under_5ms"]
+    out("")
+    out(f"Highest offered rate with p99 ≤ 5 ms and no errors: noop {highest['noop'] or 'none'} rps, full {highest['full'] or 'none'} rps "
+        f"(the sweep stops at {job['runs'][-1]['rate']:.0f} rps).")
+    out("")
+    out(f"![p99 against offered rate]({os.path.relpath(out_png, os.path.dirname(out_md) or '.')})")
+    out("")
+    ratios = sorted(run["cpu_ratio_full_over_noop"] for run in job["runs"])
+    median_ratio = ratios[len(ratios) // 2]
+    targets.append(("CPU per review, Job CREATE, full / noop server", "≤ 1.6", f"{median_ratio:.2f} (median over rates)", median_ratio <= 1.6))
+    for case, label in [("jobset-create", "JobSet CREATE"), ("job-update", "Job UPDATE")]:
+        if case in load_results["cases"]:
+            r = load_results["cases"][case]["runs"][0]["cpu_ratio_full_over_noop"]
+            targets.append((f"CPU per review, {label}, full / noop server", "≤ 2", f"{r:.2f}", r <= 2.0))
+    full_highest = highest["full"] or 0
+    targets.append(("Reviews/s on one server core with p99 ≤ 5 ms", "≥ 10,000", f"{full_highest:.0f}", full_highest >= 10000))
+
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    for mode, style in [("noop", "o--"), ("full", "s-")]:
+        xs = [run["rate"] for run in job["runs"]]
+        ys = [run[mode]["p99_ms"] for run in job["runs"]]
+        ax.plot(xs, ys, style, label=f"{mode} p99")
+        ax.plot(xs, [run[mode]["p50_ms"] for run in job["runs"]], style, alpha=0.35, label=f"{mode} p50")
+    ax.axhline(5.0, color="grey", linewidth=0.8, linestyle=":", label="5 ms")
+    ax.set_yscale("log")
+    ax.set_xlabel("offered rate (reviews/s), Job CREATE, one server core")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title("eval-admission: latency against offered rate, noop vs full")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_png)
+else:
+    out("Not measured in this run.")
+out("")
+
+# 3. Memory and start-up at scale.
+scale = load("scale.json")
+apiserver = load("apiserver.json")
+out("## 3. Memory and start-up at scale")
+out("")
+if scale:
+    out(f"From a state file (`benches/scale.rs`): {scale['namespaces']:,} Namespaces (annotated) and {scale['local_queues']:,} LocalQueues, "
+        f"{scale['cluster_queues']} ClusterQueues in a two-level tree of {scale['cohorts']} Cohorts, priority classes; "
+        f"a {scale['state_file_bytes'] / 1e6:.1f} MB file. Medians of {scale['runs']} starts:")
+    out("")
+    out("| | ready (s) | RSS at ready (MiB) | RSS after reviews (MiB) |")
+    out("|---|---:|---:|---:|")
+    out(f"| `--cluster` file | {scale['ready_seconds_median']:.3f} | {scale['rss_mib_at_ready_median']:.1f} | {scale['rss_mib_after_reviews_median']:.1f} |")
+    rss = scale["rss_mib_after_reviews_median"]
+    targets.append(("RSS with the 10k/10k state loaded (file)", "≤ 48 MiB", f"{rss:.1f} MiB", rss <= 48))
+if apiserver and "scale_from_apiserver" in apiserver:
+    s = apiserver["scale_from_apiserver"]
+    if scale:
+        out(f"| real API server (watch caches) | {s['ready_seconds_median']:.3f} | {s['rss_mib_median']:.1f} | |")
+    else:
+        out(f"From the real API server: ready in {s['ready_seconds_median']:.3f} s, RSS {s['rss_mib_median']:.1f} MiB.")
+    targets.append(("Ready from a real API server with 10k/10k", "≤ 2 s", f"{s['ready_seconds_median']:.2f} s", s["ready_seconds_median"] <= 2))
+    targets.append(("RSS with 10k/10k from a real API server", "≤ 48 MiB", f"{s['rss_mib_median']:.1f} MiB", s["rss_mib_median"] <= 48))
+if not scale and not apiserver:
+    out("Not measured in this run.")
+out("")
+
+# 4. End to end through the API server.
+out("## 4. Job creates through the real API server")
+out("")
+if apiserver and "create_latency" in apiserver:
+    c = apiserver["create_latency"]
+    out(f"`benches/apiserver.rs`: Job creates through kube-apiserver v1.35.4 on loopback, {c.get('concurrency')} in flight, "
+        f"{c.get('creates_per_phase')} creates per phase, {c.get('rounds')} rounds alternating the phases; medians over rounds.")
+    out("")
+    out("| phase | p50 ms | p99 ms | added p50 ms | added p99 ms |")
+    out("|---|---:|---:|---:|---:|")
+    for name, phase in c["phases"].items():
+        out(f"| {name} | {phase['p50_ms']:.2f} | {phase['p99_ms']:.2f} | {phase.get('added_p50_ms', 0):.2f} | {phase.get('added_p99_ms', 0):.2f} |")
+    ours = c["phases"].get("eval-admission")
+    if ours:
+        targets.append(("Added p50 per Job create over no webhook", "≤ 1 ms", f"{ours['added_p50_ms']:.2f} ms", ours["added_p50_ms"] <= 1))
+        targets.append(("Added p99 per Job create over no webhook", "≤ 5 ms", f"{ours['added_p99_ms']:.2f} ms", ours["added_p99_ms"] <= 5))
+    for note in apiserver.get("notes", []):
+        out(f"- {note}")
+else:
+    out("Not measured in this run.")
+out("")
+
+out("## Targets")
+out("")
+if targets:
+    out("| target | goal | measured | |")
+    out("|---|---|---|---|")
+    for name, goal, measured, ok in targets:
+        out(f"| {name} | {goal} | {measured} | {verdict(ok)} |")
+else:
+    out("No results.")
+out("")
+
+notes_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "NOTES.md")
+if os.path.exists(notes_path):
+    with open(notes_path) as f:
+        out(f.read().strip())
+        out("")
+
+with open(out_md, "w") as f:
+    f.write("\n".join(lines))
+print(f"wrote {out_md}" + (f" and {out_png}" if load_results else ""))
