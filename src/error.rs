@@ -27,6 +27,8 @@ pub enum Error {
     RequestFile(String),
     #[error("TLS: {0}")]
     Tls(String),
+    #[error("cannot listen on {0}")]
+    Listen(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -44,6 +46,7 @@ impl Error {
             Self::Config(_) => "config",
             Self::RequestFile(_) => "request_file",
             Self::Tls(_) => "tls",
+            Self::Listen(_) => "listen",
             Self::Io(_) => "io",
         }
     }

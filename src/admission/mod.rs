@@ -91,6 +91,7 @@ pub struct Outcome {
     pub name: String,
     pub operation: Operation,
     pub username: String,
+    pub dry_run: bool,
 }
 
 /// Decodes, decides and encodes one review.
@@ -149,6 +150,7 @@ pub fn outcome(request: Request, decision: Decision) -> Outcome {
         name,
         operation: request.operation,
         username: request.user_info.username,
+        dry_run: request.dry_run.unwrap_or(false),
         decision,
     }
 }

@@ -85,7 +85,7 @@ impl ClusterCache {
             .await
             .map_err(|_| Error::Timeout(format!("confirming LocalQueue {namespace}/{name}")))??;
         let Some(object) = found else { return Ok(false) };
-        let value = serde_json::to_value(&object).map_err(|e| Error::BadReview(e.to_string()))?;
+        let Ok(value) = serde_json::to_value(&object) else { return Ok(false) };
         match objects::decode(&resource.api_version, "LocalQueue", value) {
             Ok(Some(decoded @ ClusterObject::LocalQueue { .. })) => {
                 self.update(|state| state.apply(decoded));

@@ -159,6 +159,7 @@ fn noop(body: &[u8]) -> Result<Outcome, Error> {
         name: String::new(),
         operation: admission::Operation::Unknown,
         username: String::new(),
+        dry_run: false,
     })
 }
 
@@ -188,6 +189,7 @@ fn record(app: &AppState, webhook: Webhook, outcome: &Outcome, elapsed: Duration
         decision = decision.verdict(),
         reason = decision.reason.as_str(),
         warnings = decision.warnings.len(),
+        dry_run = outcome.dry_run,
         latency_us = elapsed.as_micros() as u64,
         "review"
     );
