@@ -282,3 +282,18 @@ fn futures_channel() -> (BodySender, impl futures::Stream<Item = Result<Vec<u8>,
     let stream = futures::stream::poll_fn(move |cx| receiver.poll_recv(cx));
     (BodySender(sender), stream)
 }
+
+#[tokio::test]
+async fn a_second_signal_exits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("second-signal");
+    let mut server = state_server(dir.path(), &pki, &["--shutdown-delay", "60s"]);
+    server.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(plain_client().get(server.admin_url("/readyz")).send().await.unwrap().status(), 503);
+    let started = std::time::Instant::now();
+    server.signal("TERM");
+    let status = tokio::task::spawn_blocking(move || server.child.wait().unwrap()).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "did not wait out the 60 s delay");
+    assert_eq!(status.code(), Some(130));
+}
