@@ -1,0 +1,1055 @@
+//! Through the real kube-apiserver (`cargo bench --bench apiserver`).
+//!
+//! A. End-to-end latency of Job creates from a kube client on loopback, at a
+//!    fixed concurrency, in three phases alternated round by round:
+//!    `none` (no admission for Jobs), `eval-admission` (the shipped webhook
+//!    configurations, the release server) and `mutating-admission-policy` (the
+//!    nearest native alternative: benches/fixtures/mutating-admission-policy.yaml,
+//!    CEL inside the API server, which can queue and suspend but check nothing).
+//!    Every created Job is checked to carry (or, in `none`, not carry) the queue
+//!    label and `spec.suspend: true`, and the server's review counter must move
+//!    by exactly two reviews per create in `eval-admission` and not at all
+//!    otherwise. Each phase of each round has its own namespace, and its Jobs are
+//!    deleted before the next phase starts, so every phase meets the same etcd
+//!    and watch-cache size.
+//! B. Start-up and memory at scale from the real API server: 10,000 Namespaces
+//!    and 10,000 LocalQueues plus a handful of ClusterQueues, Cohorts,
+//!    WorkloadPriorityClasses and PriorityClasses; then `eval-admission serve`
+//!    (no --cluster: it lists and watches) is started three times, measuring
+//!    spawn to `/readyz` 200 and VmRSS once ready.
+//!
+//! It starts its own control plane in `$BENCH_OUT/cluster` (hack/cluster-up.sh,
+//! with the MutatingAdmissionPolicy feature gate and API version) and always
+//! stops it. Results: `$BENCH_OUT/apiserver.json` (BENCH_OUT defaults to
+//! bench-out/). `BENCH_SMOKE=1` runs everything at toy sizes in seconds.
+//! Sizes can be overridden: APISERVER_BENCH_CREATES, APISERVER_BENCH_ROUNDS,
+//! APISERVER_BENCH_CONCURRENCY, APISERVER_BENCH_NAMESPACES, APISERVER_BENCH_STARTS.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail, ensure};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::admissionregistration::v1beta1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
+const MAP_FIXTURE: &str = "benches/fixtures/mutating-admission-policy.yaml";
+/// The MutatingAdmissionPolicy API in Kubernetes 1.35: beta, off by default.
+const MAP_GROUP: &str = "admissionregistration.k8s.io";
+const MAP_VERSION: &str = "v1beta1";
+const APISERVER_FLAGS: &str =
+    "--feature-gates=MutatingAdmissionPolicy=true --runtime-config=admissionregistration.k8s.io/v1beta1=true";
+const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+const DEFAULT_QUEUE_ANNOTATION: &str = "kueue.x-k8s.io/default-queue-name";
+const QUEUE: &str = "eval-queue";
+const FIELD_MANAGER: &str = "eval-admission-bench";
+
+/// The pid of a server started in part B, for the signal handler.
+static CHILD_PID: AtomicU32 = AtomicU32::new(0);
+
+// ------------------------------------------------------------------ settings
+
+struct Settings {
+    smoke: bool,
+    concurrency: usize,
+    creates: usize,
+    warmup: usize,
+    rounds: usize,
+    namespaces: usize,
+    starts: usize,
+    create_concurrency: usize,
+    settle: Duration,
+    out: PathBuf,
+}
+
+impl Settings {
+    fn from_env() -> Result<Self> {
+        let smoke = std::env::var("BENCH_SMOKE").is_ok_and(|v| !v.is_empty() && v != "0");
+        let number = |name: &str, full: usize, smoke_value: usize| -> Result<usize> {
+            match std::env::var(name) {
+                Ok(v) => v.parse().with_context(|| format!("{name}={v} is not a number")),
+                Err(_) => Ok(if smoke { smoke_value } else { full }),
+            }
+        };
+        let out = std::env::var_os("BENCH_OUT").map(PathBuf::from).unwrap_or_else(|| Path::new(REPO).join("bench-out"));
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        let out = std::path::absolute(&out)?;
+        Ok(Self {
+            smoke,
+            concurrency: number("APISERVER_BENCH_CONCURRENCY", 8, 4)?.max(1),
+            creates: number("APISERVER_BENCH_CREATES", 1000, 20)?.max(1),
+            warmup: if smoke { 5 } else { 50 },
+            rounds: number("APISERVER_BENCH_ROUNDS", 10, 1)?.max(1),
+            namespaces: number("APISERVER_BENCH_NAMESPACES", 10_000, 200)?,
+            starts: number("APISERVER_BENCH_STARTS", 3, 3)?.max(1),
+            create_concurrency: 32,
+            settle: if smoke { Duration::from_millis(200) } else { Duration::from_secs(2) },
+            out,
+        })
+    }
+}
+
+// ------------------------------------------------------------------ cluster
+
+/// The control plane and the webhook server in `dir`; stopped on drop, so also
+/// on an error or a panic.
+struct Cluster {
+    dir: PathBuf,
+    log: PathBuf,
+}
+
+impl Cluster {
+    fn up(out: &Path) -> Result<Self> {
+        let dir = out.join("cluster");
+        let log = out.join("apiserver-bench.log");
+        File::create(&log)?;
+        let cluster = Self { dir, log };
+        // A previous run killed hard may have left it running; then start fresh
+        // (deleted namespaces never go away without a controller manager).
+        cluster.teardown();
+        if cluster.dir.exists() {
+            let ours = cluster.dir.join("cluster.env").exists() || cluster.dir.join("ports").exists();
+            ensure!(ours, "{} exists and is not a bench cluster; remove it", cluster.dir.display());
+            std::fs::remove_dir_all(&cluster.dir)?;
+        }
+        std::fs::create_dir_all(&cluster.dir)?;
+        eprintln!("starting the control plane in {} (log {})", cluster.dir.display(), cluster.log.display());
+        cluster.script("hack/cluster-up.sh", &[], &[("EXTRA_APISERVER_FLAGS", APISERVER_FLAGS)])?;
+        cluster.webhook("up")?;
+        Ok(cluster)
+    }
+
+    /// Runs a hack/ script with DIR as its last argument, output to the log.
+    fn script(&self, script: &str, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+        let log = File::options().append(true).open(&self.log)?;
+        let mut command = Command::new(Path::new(REPO).join(script));
+        command
+            .args(args)
+            .arg(&self.dir)
+            .env("EVAL_ADMISSION_BIN", BIN)
+            .env_remove("CLUSTER_UP_HOOK")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let status = command.status().with_context(|| format!("running {script}"))?;
+        if !status.success() {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(20).collect();
+            bail!("{script} {args:?} failed ({status}):\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+        }
+        Ok(())
+    }
+
+    fn webhook(&self, command: &str) -> Result<()> {
+        self.script("hack/webhook.sh", &[command], &[])
+    }
+
+    fn admin_port(&self) -> Result<u16> {
+        let ports = std::fs::read_to_string(self.dir.join("webhook/ports"))?;
+        ports
+            .lines()
+            .find_map(|line| line.strip_prefix("ADMIN_PORT="))
+            .ok_or_else(|| anyhow!("no ADMIN_PORT in webhook/ports"))?
+            .trim()
+            .parse()
+            .context("ADMIN_PORT")
+    }
+
+    fn teardown(&self) {
+        if !self.dir.join("cluster.env").exists() {
+            return;
+        }
+        let _ = self.webhook("down");
+        let _ = self.script("hack/cluster-down.sh", &[], &[]);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        eprintln!("stopping the control plane");
+        self.teardown();
+    }
+}
+
+async fn kube_client(dir: &Path) -> Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(dir.join("kubeconfig"))?;
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default()).await?;
+    config.read_timeout = Some(Duration::from_secs(60));
+    Ok(kube::Client::try_from(config)?)
+}
+
+// ------------------------------------------------------------------ objects
+
+fn kueue(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", kind), plural)
+}
+
+fn dynamic(value: Value) -> Result<DynamicObject> {
+    Ok(serde_json::from_value(value)?)
+}
+
+async fn create_cluster_scoped(client: &kube::Client, resource: &ApiResource, value: Value) -> Result<()> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
+    api.create(&PostParams::default(), &dynamic(value)?).await.context("creating a Kueue object")?;
+    Ok(())
+}
+
+async fn create_namespace(client: &kube::Client, name: &str, team: &str, cluster_queue: &str) -> Result<()> {
+    let namespace: Namespace = serde_json::from_value(json!({
+        "metadata": {
+            "name": name,
+            "labels": {"team": team, "kueue.openshift.io/managed": "true"},
+            "annotations": {DEFAULT_QUEUE_ANNOTATION: QUEUE},
+        }
+    }))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .with_context(|| format!("creating namespace {name}"))?;
+    let resource = kueue("LocalQueue", "localqueues");
+    let queue = dynamic(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": QUEUE, "namespace": name},
+        "spec": {"clusterQueue": cluster_queue},
+    }))?;
+    Api::<DynamicObject>::namespaced_with(client.clone(), name, &resource)
+        .create(&PostParams::default(), &queue)
+        .await
+        .with_context(|| format!("creating LocalQueue {name}/{QUEUE}"))?;
+    Ok(())
+}
+
+fn resource_quota(cpu: u32, gpus: u32) -> Value {
+    json!([{
+        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+        "flavors": [{"name": "default-flavor", "resources": [
+            {"name": "cpu", "nominalQuota": cpu},
+            {"name": "memory", "nominalQuota": format!("{}Gi", cpu * 4)},
+            {"name": "nvidia.com/gpu", "nominalQuota": gpus},
+        ]}],
+    }])
+}
+
+/// The shared objects: a flavor and `bench-cq` (no preemption, any namespace),
+/// which every latency namespace's LocalQueue points to.
+async fn create_base(client: &kube::Client) -> Result<()> {
+    create_cluster_scoped(
+        client,
+        &kueue("ResourceFlavor", "resourceflavors"),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}}),
+    )
+    .await?;
+    create_cluster_scoped(
+        client,
+        &kueue("ClusterQueue", "clusterqueues"),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "bench-cq"},
+               "spec": {"namespaceSelector": {}, "resourceGroups": resource_quota(1024, 64)}}),
+    )
+    .await
+}
+
+/// What a platform team has besides its namespaces: 10 team ClusterQueues (some
+/// preempting, most in a two-level cohort tree) and a shared one, 3 Cohorts, 4
+/// WorkloadPriorityClasses, 3 PriorityClasses. Returns the counts.
+async fn create_platform(client: &kube::Client) -> Result<BTreeMap<&'static str, usize>> {
+    let cohorts = kueue("Cohort", "cohorts");
+    for (name, parent) in [("gpu-root", None), ("gpu-research", Some("gpu-root")), ("gpu-prod", Some("gpu-root"))] {
+        let mut cohort = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name}});
+        if let Some(parent) = parent {
+            cohort["spec"] = json!({"parentName": parent});
+        }
+        create_cluster_scoped(client, &cohorts, cohort).await?;
+    }
+    let cluster_queues = kueue("ClusterQueue", "clusterqueues");
+    for team in 0..10 {
+        let mut spec = json!({
+            "namespaceSelector": {"matchLabels": {"team": format!("team-{team}")}},
+            "resourceGroups": resource_quota(64, 8),
+        });
+        match team % 3 {
+            0 => spec["preemption"] = json!({"withinClusterQueue": "LowerPriority"}),
+            1 => spec["preemption"] = json!({"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"}),
+            _ => {}
+        }
+        if team < 4 {
+            spec["cohortName"] = json!("gpu-research");
+        } else if team < 8 {
+            spec["cohortName"] = json!("gpu-prod");
+        }
+        create_cluster_scoped(
+            client,
+            &cluster_queues,
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                   "metadata": {"name": format!("team-{team}-cq")}, "spec": spec}),
+        )
+        .await?;
+    }
+    create_cluster_scoped(
+        client,
+        &cluster_queues,
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "shared-gpu-cq"},
+               "spec": {"namespaceSelector": {}, "cohortName": "gpu-root",
+                        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+                        "resourceGroups": resource_quota(256, 32)}}),
+    )
+    .await?;
+    let workload_priority_classes = kueue("WorkloadPriorityClass", "workloadpriorityclasses");
+    for (name, value) in [("production", 1000), ("aiperf-high", 1000), ("routine", 500), ("experimental", 100)] {
+        create_cluster_scoped(
+            client,
+            &workload_priority_classes,
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                   "metadata": {"name": name}, "value": value, "description": format!("{name} evaluations")}),
+        )
+        .await?;
+    }
+    let priority_classes = Api::<PriorityClass>::all(client.clone());
+    for (name, value) in [("gpu-high", 1000), ("gpu-batch", 200), ("gpu-low", 10)] {
+        let class: PriorityClass = serde_json::from_value(json!({"metadata": {"name": name}, "value": value}))?;
+        priority_classes
+            .create(&PostParams::default(), &class)
+            .await
+            .with_context(|| format!("PriorityClass {name}"))?;
+    }
+    // bench-cq from part A is one more ClusterQueue.
+    Ok(BTreeMap::from([
+        ("cluster_queues", 12),
+        ("cohorts", 3),
+        ("workload_priority_classes", 4),
+        ("priority_classes", 3),
+    ]))
+}
+
+/// The EvalHub Job of examples/evalhub-job.yaml, with generateName in `namespace`.
+fn evalhub_job(namespace: &str) -> Result<Job> {
+    let text = std::fs::read_to_string(Path::new(REPO).join("examples/evalhub-job.yaml"))?;
+    let mut job: Job = serde_yaml::from_str(&text)?;
+    job.metadata.name = None;
+    job.metadata.generate_name = Some("evalhub-bench-".into());
+    job.metadata.namespace = Some(namespace.into());
+    Ok(job)
+}
+
+/// Queued: the label our namespace annotation names and spec.suspend true.
+fn queued(job: &Job) -> bool {
+    let label = job.metadata.labels.as_ref().and_then(|labels| labels.get(QUEUE_LABEL));
+    let suspend = job.spec.as_ref().and_then(|spec| spec.suspend);
+    label.map(String::as_str) == Some(QUEUE) && suspend == Some(true)
+}
+
+fn untouched(job: &Job) -> bool {
+    let label = job.metadata.labels.as_ref().and_then(|labels| labels.get(QUEUE_LABEL));
+    let suspend = job.spec.as_ref().and_then(|spec| spec.suspend);
+    label.is_none() && suspend != Some(true)
+}
+
+// ------------------------------------------------------------------ phases
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    None,
+    Webhook,
+    Policy,
+}
+
+impl Phase {
+    const ALL: [Phase; 3] = [Phase::None, Phase::Webhook, Phase::Policy];
+
+    fn name(self) -> &'static str {
+        match self {
+            Phase::None => "none",
+            Phase::Webhook => "eval-admission",
+            Phase::Policy => "mutating-admission-policy",
+        }
+    }
+
+    fn short(self) -> &'static str {
+        match self {
+            Phase::None => "none",
+            Phase::Webhook => "webhook",
+            Phase::Policy => "map",
+        }
+    }
+
+    fn mutates(self) -> bool {
+        self != Phase::None
+    }
+}
+
+struct Policy {
+    policy: MutatingAdmissionPolicy,
+    binding: MutatingAdmissionPolicyBinding,
+}
+
+impl Policy {
+    fn load() -> Result<Self> {
+        let text = std::fs::read_to_string(Path::new(REPO).join(MAP_FIXTURE))?;
+        let (mut policy, mut binding) = (None, None);
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let value = serde_yaml::Value::deserialize(document)?;
+            let api_version = value["apiVersion"].as_str().unwrap_or_default();
+            ensure!(api_version == format!("{MAP_GROUP}/{MAP_VERSION}"), "{MAP_FIXTURE}: apiVersion {api_version}");
+            match value["kind"].as_str() {
+                Some("MutatingAdmissionPolicy") => policy = Some(serde_yaml::from_value(value)?),
+                Some("MutatingAdmissionPolicyBinding") => binding = Some(serde_yaml::from_value(value)?),
+                other => bail!("{MAP_FIXTURE}: unexpected kind {other:?}"),
+            }
+        }
+        Ok(Self {
+            policy: policy.ok_or_else(|| anyhow!("{MAP_FIXTURE}: no MutatingAdmissionPolicy"))?,
+            binding: binding.ok_or_else(|| anyhow!("{MAP_FIXTURE}: no MutatingAdmissionPolicyBinding"))?,
+        })
+    }
+
+    async fn install(&self, client: &kube::Client) -> Result<()> {
+        let pp = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..PostParams::default() };
+        Api::<MutatingAdmissionPolicy>::all(client.clone()).create(&pp, &self.policy).await?;
+        Api::<MutatingAdmissionPolicyBinding>::all(client.clone()).create(&pp, &self.binding).await?;
+        Ok(())
+    }
+
+    async fn remove(&self, client: &kube::Client) -> Result<()> {
+        let name =
+            |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| meta.name.clone().unwrap_or_default();
+        ignore_not_found(
+            Api::<MutatingAdmissionPolicyBinding>::all(client.clone())
+                .delete(&name(&self.binding.metadata), &DeleteParams::default())
+                .await
+                .map(drop),
+        )?;
+        ignore_not_found(
+            Api::<MutatingAdmissionPolicy>::all(client.clone())
+                .delete(&name(&self.policy.metadata), &DeleteParams::default())
+                .await
+                .map(drop),
+        )
+    }
+}
+
+fn ignore_not_found(result: kube::Result<()>) -> Result<()> {
+    match result {
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+/// Polls a server-side dry-run create until it shows the phase's effect, so no
+/// measured create meets a half-switched API server.
+async fn wait_for_effect(api: &Api<Job>, job: &Job, mutated: bool) -> Result<()> {
+    let dry_run = PostParams { dry_run: true, ..PostParams::default() };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let last = api.create(&dry_run, job).await;
+        match &last {
+            Ok(created) if mutated && queued(created) => return Ok(()),
+            Ok(created) if !mutated && untouched(created) => return Ok(()),
+            _ => {}
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "timed out waiting for dry-run creates to be {}: last {:?}",
+                if mutated { "queued" } else { "untouched" },
+                last.map(|j| j.metadata.labels)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Switches admission for Jobs to `phase`, then waits until it is in effect.
+async fn switch(
+    cluster: &Cluster,
+    client: &kube::Client,
+    policy: &Policy,
+    phase: Phase,
+    probe: &Api<Job>,
+    job: &Job,
+) -> Result<()> {
+    match phase {
+        Phase::None => {
+            cluster.webhook("unregister")?;
+            policy.remove(client).await?;
+        }
+        Phase::Webhook => {
+            policy.remove(client).await?;
+            // Wait for the policy to be gone before our webhook's effect can be seen.
+            wait_for_effect(probe, job, false).await?;
+            cluster.webhook("register")?;
+        }
+        Phase::Policy => {
+            cluster.webhook("unregister")?;
+            wait_for_effect(probe, job, false).await?;
+            policy.install(client).await?;
+        }
+    }
+    wait_for_effect(probe, job, phase.mutates()).await
+}
+
+/// eval-admission's review counters, summed: (reviews, confirm lookups).
+async fn webhook_counters(http: &reqwest::Client, admin_port: u16) -> Result<(f64, f64)> {
+    let text =
+        http.get(format!("http://127.0.0.1:{admin_port}/metrics")).send().await?.error_for_status()?.text().await?;
+    let sum = |prefix: &str| -> f64 {
+        text.lines()
+            .filter(|line| line.starts_with(prefix))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    Ok((sum("eval_admission_reviews_total"), sum("eval_admission_confirm_lookups_total")))
+}
+
+/// CPU time (user + system) of the processes hack/ started, from /proc/PID/stat.
+fn cpu_seconds(dir: &Path) -> BTreeMap<&'static str, f64> {
+    let mut out = BTreeMap::new();
+    for name in ["kube-apiserver", "etcd", "eval-admission"] {
+        let Ok(pid) = std::fs::read_to_string(dir.join("pids").join(format!("{name}.pid"))) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) else { continue };
+        // Fields after the parenthesised command: state is field 3, utime 14, stime 15.
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        // USER_HZ is 100 on every Linux this runs on.
+        out.insert(name, (ticks(14) + ticks(15)) / 100.0);
+    }
+    out
+}
+
+struct Sample {
+    latencies_ms: Vec<f64>,
+    wall: Duration,
+}
+
+/// `count` real creates, `concurrency` in flight (closed loop: each worker sends
+/// its next create when the last one returns); every created Job is checked.
+async fn creates(api: &Api<Job>, job: &Job, count: usize, concurrency: usize, mutated: bool) -> Result<Sample> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency.min(count) {
+        let (api, job, next) = (api.clone(), job.clone(), next.clone());
+        workers.push(tokio::spawn(async move {
+            let pp = PostParams::default();
+            let mut latencies = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < count {
+                let start = Instant::now();
+                let created = api.create(&pp, &job).await.context("creating a Job")?;
+                latencies.push(start.elapsed().as_secs_f64() * 1000.0);
+                let ok = if mutated { queued(&created) } else { untouched(&created) };
+                ensure!(
+                    ok,
+                    "Job {} was {} (labels {:?}, suspend {:?})",
+                    created.metadata.name.unwrap_or_default(),
+                    if mutated { "not queued and suspended" } else { "mutated" },
+                    created.metadata.labels,
+                    created.spec.and_then(|s| s.suspend)
+                );
+            }
+            Ok::<_, anyhow::Error>(latencies)
+        }));
+    }
+    let mut latencies_ms = Vec::with_capacity(count);
+    for worker in workers {
+        latencies_ms.extend(worker.await??);
+    }
+    Ok(Sample { latencies_ms, wall: started.elapsed() })
+}
+
+// ------------------------------------------------------------------ statistics
+
+/// Nearest-rank percentile of a sorted slice.
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+// ------------------------------------------------------------------ part A
+
+async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::Client) -> Result<Value> {
+    let policy = Policy::load()?;
+    let admin_port = cluster.admin_port()?;
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
+    create_base(client).await?;
+    // One namespace per phase and round, all made before the first measurement
+    // so the webhook's watch cache holds them all along.
+    let mut namespaces = BTreeMap::new();
+    for round in 1..=settings.rounds {
+        for phase in Phase::ALL {
+            let name = format!("lat-r{round:02}-{}", phase.short());
+            create_namespace(client, &name, "bench", "bench-cq").await?;
+            namespaces.insert((round, phase.name()), name);
+        }
+    }
+
+    let mut runs = Vec::new();
+    let mut per_phase: BTreeMap<&str, Vec<[f64; 6]>> = BTreeMap::new();
+    let mut pooled: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for round in 1..=settings.rounds {
+        for phase in Phase::ALL {
+            let namespace = &namespaces[&(round, phase.name())];
+            let api: Api<Job> = Api::namespaced(client.clone(), namespace);
+            let job = evalhub_job(namespace)?;
+            switch(cluster, client, &policy, phase, &api, &job).await?;
+            creates(&api, &job, settings.warmup, settings.concurrency, phase.mutates()).await.context("warm-up")?;
+            let (reviews_before, confirms_before) = webhook_counters(&http, admin_port).await?;
+            let cpu_before = cpu_seconds(&cluster.dir);
+            let loadavg_1m = loadavg().split_whitespace().next().and_then(|v| v.parse::<f64>().ok());
+            let sample = creates(&api, &job, settings.creates, settings.concurrency, phase.mutates()).await?;
+            let cpu_after = cpu_seconds(&cluster.dir);
+            let (reviews_after, confirms_after) = webhook_counters(&http, admin_port).await?;
+            let cpu_ms_per_create: BTreeMap<&str, f64> = cpu_after
+                .iter()
+                .map(|(name, after)| {
+                    let used = after - cpu_before.get(name).copied().unwrap_or(*after);
+                    (*name, round3(used * 1000.0 / settings.creates as f64))
+                })
+                .collect();
+            let reviews = reviews_after - reviews_before;
+            let expected = if phase == Phase::Webhook { 2.0 * settings.creates as f64 } else { 0.0 };
+            ensure!(
+                reviews == expected,
+                "phase {}: eval-admission answered {reviews} reviews for {} creates, expected {expected}",
+                phase.name(),
+                settings.creates
+            );
+            ensure!(
+                confirms_after == confirms_before,
+                "phase {}: eval-admission made live confirm lookups",
+                phase.name()
+            );
+
+            let mut sorted = sample.latencies_ms.clone();
+            sorted.sort_by(f64::total_cmp);
+            let (p50, p90, p99) = (percentile(&sorted, 0.50), percentile(&sorted, 0.90), percentile(&sorted, 0.99));
+            let mean = sorted.iter().sum::<f64>() / sorted.len() as f64;
+            let throughput = sorted.len() as f64 / sample.wall.as_secs_f64();
+            eprintln!(
+                "round {round}/{} {:<26} p50 {p50:7.2} ms  p90 {p90:7.2} ms  p99 {p99:7.2} ms  {throughput:6.0} creates/s",
+                settings.rounds,
+                phase.name()
+            );
+            let apiserver_cpu = cpu_ms_per_create.get("kube-apiserver").copied().unwrap_or(f64::NAN);
+            per_phase.entry(phase.name()).or_default().push([p50, p90, p99, mean, throughput, apiserver_cpu]);
+            pooled.entry(phase.name()).or_default().extend(&sorted);
+            runs.push(json!({
+                "round": round, "phase": phase.name(), "namespace": namespace, "creates": sorted.len(),
+                "p50_ms": round3(p50), "p90_ms": round3(p90), "p99_ms": round3(p99), "mean_ms": round3(mean),
+                "max_ms": round3(*sorted.last().unwrap()), "creates_per_second": round3(throughput),
+                "loadavg_1m_before": loadavg_1m,
+                "webhook_reviews": reviews, "cpu_ms_per_create": cpu_ms_per_create,
+                "verified": if phase.mutates() { "every created Job had the queue label and spec.suspend true" }
+                            else { "no created Job had the queue label or spec.suspend true" },
+            }));
+            // Delete this phase's Jobs (Background: no orphan finalizer, which
+            // nothing would remove here) so the next phase meets the same store.
+            api.delete_collection(&DeleteParams::background(), &ListParams::default()).await?;
+            let left = api.list(&ListParams::default().limit(1)).await?;
+            ensure!(left.items.is_empty(), "Jobs in {namespace} were not deleted");
+        }
+    }
+    switch(
+        cluster,
+        client,
+        &policy,
+        Phase::None,
+        &Api::namespaced(client.clone(), &namespaces[&(1, "none")]),
+        &evalhub_job(&namespaces[&(1, "none")])?,
+    )
+    .await?;
+
+    let mut phases = serde_json::Map::new();
+    let column = |phase: &str, i: usize| -> Vec<f64> { per_phase[phase].iter().map(|t| t[i]).collect() };
+    let (base_p50, base_p99) = (median(&column("none", 0)), median(&column("none", 2)));
+    for phase in Phase::ALL {
+        let name = phase.name();
+        let (p50, p99) = (median(&column(name, 0)), median(&column(name, 2)));
+        let all = pooled.get_mut(name).expect("measured");
+        all.sort_by(f64::total_cmp);
+        let mut entry = json!({
+            "pooled_p50_ms": round3(percentile(all, 0.50)), "pooled_p99_ms": round3(percentile(all, 0.99)),
+            "p50_ms": round3(p50), "p90_ms": round3(median(&column(name, 1))), "p99_ms": round3(p99),
+            "mean_ms": round3(median(&column(name, 3))), "creates_per_second": round3(median(&column(name, 4))),
+            "apiserver_cpu_ms_per_create": round3(median(&column(name, 5))),
+        });
+        if phase != Phase::None {
+            let paired = |i: usize| -> f64 {
+                median(&column(name, i).iter().zip(column("none", i)).map(|(a, b)| a - b).collect::<Vec<_>>())
+            };
+            entry["added_p50_ms"] = json!(round3(p50 - base_p50));
+            entry["added_p99_ms"] = json!(round3(p99 - base_p99));
+            entry["added_p50_ms_paired"] = json!(round3(paired(0)));
+            entry["added_p99_ms_paired"] = json!(round3(paired(2)));
+        }
+        phases.insert(name.into(), entry);
+    }
+    Ok(json!({
+        "description": "End-to-end Job create latency through kube-apiserver from a kube-rs client on loopback; \
+            per phase the median over rounds of each round's percentile; added_* = phase median minus the none median, \
+            added_*_paired = median over rounds of (phase - none) in the same round; \
+            pooled_* = percentile of all rounds' creates together; \
+            cpu_ms_per_create = CPU time (user+system) each process used during the measured creates, per create",
+        "job": "examples/evalhub-job.yaml with generateName, in a namespace annotated kueue.x-k8s.io/default-queue-name: eval-queue with LocalQueue eval-queue",
+        "concurrency": settings.concurrency,
+        "creates_per_phase": settings.creates,
+        "warmup_creates_per_phase": settings.warmup,
+        "rounds": settings.rounds,
+        "order": Phase::ALL.map(Phase::name),
+        "phase_setup": {
+            "none": "no webhook configuration or admission policy for Jobs",
+            "eval-admission": "manifests/base/webhooks (mutating + validating, failurePolicy Fail) at https://127.0.0.1, release server watching the cluster",
+            "mutating-admission-policy": format!("{MAP_FIXTURE} ({MAP_GROUP}/{MAP_VERSION}): queue label from the namespace annotation and spec.suspend true, no validation"),
+        },
+        "isolation": "one namespace per phase and round, its Jobs deleted (propagationPolicy Background) before the next phase",
+        "phases": phases,
+        "runs": runs,
+    }))
+}
+
+// ------------------------------------------------------------------ part B
+
+fn proc_status_kib(pid: u32, field: &str) -> Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .ok_or_else(|| anyhow!("no {field} in /proc/{pid}/status"))
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// A server started for part B: killed (and reaped) on drop.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        CHILD_PID.store(0, Ordering::SeqCst);
+    }
+}
+
+async fn start_once(settings: &Settings, cluster: &Cluster, run: usize) -> Result<Value> {
+    let (port, admin_port) = (free_port()?, free_port()?);
+    let log_path = settings.out.join(format!("apiserver-scale-start-{run}.log"));
+    let log = File::create(&log_path)?;
+    let webhook_dir = cluster.dir.join("webhook");
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build()?;
+    let readyz = format!("http://127.0.0.1:{admin_port}/readyz");
+
+    let started = Instant::now();
+    let child = Command::new(BIN)
+        .arg("serve")
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--admin-listen", &format!("127.0.0.1:{admin_port}")])
+        .arg("--tls-cert")
+        .arg(webhook_dir.join("tls.crt"))
+        .arg("--tls-key")
+        .arg(webhook_dir.join("tls.key"))
+        .arg("--config")
+        .arg(Path::new(REPO).join("manifests/base/config.yaml"))
+        .args(["--shutdown-delay", "0s", "--log-format", "json"])
+        .env("KUBECONFIG", cluster.dir.join("kubeconfig"))
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("starting eval-admission")?;
+    let pid = child.id();
+    CHILD_PID.store(pid, Ordering::SeqCst);
+    let mut server = Server(child);
+    loop {
+        if let Ok(response) = http.get(&readyz).send().await
+            && response.status().is_success()
+        {
+            break;
+        }
+        if let Some(status) = server.0.try_wait()? {
+            bail!("eval-admission exited ({status}) before ready; see {}", log_path.display());
+        }
+        ensure!(
+            started.elapsed() < Duration::from_secs(300),
+            "eval-admission not ready after 300 s; see {}",
+            log_path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ready = started.elapsed();
+    let rss_kib = proc_status_kib(pid, "VmRSS")?;
+    let metrics = http.get(format!("http://127.0.0.1:{admin_port}/metrics")).send().await?.text().await?;
+    let mut cache_objects = BTreeMap::new();
+    for line in metrics.lines().filter(|line| line.starts_with("eval_admission_cache_objects{")) {
+        let kind = line.split('"').nth(1).unwrap_or_default().to_string();
+        let count: f64 = line.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+        cache_objects.insert(kind, count);
+    }
+    for kind in ["Namespace", "LocalQueue"] {
+        let held = cache_objects.get(kind).copied().unwrap_or(0.0);
+        ensure!(
+            held >= settings.namespaces as f64,
+            "ready with {held} {kind}s in its view, expected at least {}",
+            settings.namespaces
+        );
+    }
+    tokio::time::sleep(settings.settle).await;
+    let rss_settled_kib = proc_status_kib(pid, "VmRSS")?;
+    let peak_kib = proc_status_kib(pid, "VmHWM")?;
+    // SIGTERM, as a rollout would; it exits at once with --shutdown-delay 0s.
+    let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.0.try_wait()?.is_none() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(server);
+    let mib = |kib: f64| round3(kib / 1024.0);
+    eprintln!(
+        "start {run}: ready in {:.3} s, VmRSS {:.1} MiB at ready, {:.1} MiB after {:?}, peak {:.1} MiB",
+        ready.as_secs_f64(),
+        rss_kib / 1024.0,
+        rss_settled_kib / 1024.0,
+        settings.settle,
+        peak_kib / 1024.0
+    );
+    Ok(json!({
+        "run": run, "ready_seconds": round3(ready.as_secs_f64()), "rss_mib": mib(rss_kib),
+        "rss_mib_after_settle": mib(rss_settled_kib), "settle_seconds": settings.settle.as_secs_f64(),
+        "peak_rss_mib": mib(peak_kib), "cache_objects": cache_objects,
+    }))
+}
+
+async fn scale(settings: &Settings, cluster: &Cluster, client: &kube::Client) -> Result<Value> {
+    // Only the measured server runs now: the webhook.sh server would spend CPU
+    // on every watch event of the creates below.
+    cluster.webhook("unregister")?;
+    cluster.webhook("down")?;
+    let mut counts = create_platform(client).await?;
+    eprintln!("creating {n} namespaces and {n} LocalQueues", n = settings.namespaces);
+    let started = Instant::now();
+    futures::stream::iter(0..settings.namespaces)
+        .map(|i| async move {
+            let team = format!("team-{}", i % 10);
+            create_namespace(client, &format!("tenant-{i:05}"), &team, &format!("{team}-cq")).await
+        })
+        .buffer_unordered(settings.create_concurrency)
+        .try_collect::<Vec<()>>()
+        .await?;
+    let create_seconds = started.elapsed().as_secs_f64();
+    eprintln!("created in {create_seconds:.1} s ({:.0} objects/s)", 2.0 * settings.namespaces as f64 / create_seconds);
+    let mut runs = Vec::new();
+    for run in 1..=settings.starts {
+        runs.push(start_once(settings, cluster, run).await?);
+    }
+    let column = |key: &str| -> Vec<f64> { runs.iter().filter_map(|r| r[key].as_f64()).collect() };
+    counts.insert("namespaces", settings.namespaces);
+    counts.insert("local_queues", settings.namespaces);
+    let mut result = json!({
+        "description": "eval-admission serve (no --cluster, KUBECONFIG) against kube-apiserver holding the objects below; \
+            ready = spawn to first /readyz 200 (polled every 5 ms), rss = VmRSS from /proc/PID/status right then; \
+            cache_objects as the server counts them (including the latency part's namespaces and the built-in ones)",
+        "ready_seconds_median": round3(median(&column("ready_seconds"))),
+        "rss_mib_median": round3(median(&column("rss_mib"))),
+        "rss_mib_after_settle_median": round3(median(&column("rss_mib_after_settle"))),
+        "peak_rss_mib_median": round3(median(&column("peak_rss_mib"))),
+        "create_seconds": round3(create_seconds),
+        "create_concurrency": settings.create_concurrency,
+        "runs": runs,
+    });
+    for (key, count) in counts {
+        result[key] = json!(count);
+    }
+    Ok(result)
+}
+
+// ------------------------------------------------------------------ main
+
+/// The 1, 5 and 15 minute load averages: other work on the machine shows here.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn machine() -> Value {
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let cpu_model = read("/proc/cpuinfo")
+        .lines()
+        .find_map(|line| line.strip_prefix("model name")?.split_once(':').map(|(_, v)| v.trim().to_string()));
+    let mem_kib: Option<f64> = read("/proc/meminfo")
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:")?.split_whitespace().next()?.parse().ok());
+    json!({
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "cpu_model": cpu_model,
+        "memory_gib": mem_kib.map(|kib| round3(kib / 1024.0 / 1024.0)),
+        "kernel": read("/proc/sys/kernel/osrelease").trim(),
+        "loadavg_at_start": loadavg(),
+    })
+}
+
+async fn run(settings: &Settings, cluster: &Cluster, report: &Mutex<Value>) -> Result<()> {
+    let client = kube_client(&cluster.dir).await?;
+    let version = client.apiserver_version().await?;
+    let groups = client.list_api_groups().await?;
+    let served = groups
+        .groups
+        .iter()
+        .find(|g| g.name == MAP_GROUP)
+        .map(|g| g.versions.iter().map(|v| v.version.clone()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    ensure!(served.iter().any(|v| v == MAP_VERSION), "{MAP_GROUP}/{MAP_VERSION} is not served (served: {served:?})");
+    report.lock().unwrap()["cluster"] = json!({
+        "kube_apiserver": version.git_version,
+        "extra_apiserver_flags": APISERVER_FLAGS,
+        "mutating_admission_policy_api": format!("{MAP_GROUP}/{MAP_VERSION}"),
+        "admissionregistration_versions_served": served,
+        "webhook_server": "release build of this tree (hack/webhook.sh up), manifests/base/config.yaml",
+    });
+
+    eprintln!(
+        "A: create latency, {} creates per phase at concurrency {}, {} round(s)",
+        settings.creates, settings.concurrency, settings.rounds
+    );
+    let latency = create_latency(settings, cluster, &client).await?;
+    report.lock().unwrap()["create_latency"] = latency;
+    eprintln!("B: start-up and memory at scale");
+    let scale = scale(settings, cluster, &client).await?;
+    report.lock().unwrap()["scale_from_apiserver"] = scale;
+    Ok(())
+}
+
+fn summary(report: &Value) {
+    println!("apiserver benchmark{}", if report["smoke"] == true { " (smoke)" } else { "" });
+    let latency = &report["create_latency"];
+    if latency.is_object() {
+        println!(
+            "  Job create latency, {} creates x {} rounds per phase at concurrency {} (median over rounds):",
+            latency["creates_per_phase"], latency["rounds"], latency["concurrency"]
+        );
+        for phase in Phase::ALL {
+            let p = &latency["phases"][phase.name()];
+            let added = if phase == Phase::None {
+                String::new()
+            } else {
+                let ms = |key: &str| p[key].as_f64().unwrap_or(f64::NAN);
+                format!("  (added p50 {:+.2} ms, p99 {:+.2} ms)", ms("added_p50_ms"), ms("added_p99_ms"))
+            };
+            let ms = |key: &str| p[key].as_f64().unwrap_or(f64::NAN);
+            println!("    {:<26} p50 {:7.2} ms  p99 {:7.2} ms{added}", phase.name(), ms("p50_ms"), ms("p99_ms"));
+        }
+    }
+    let scale = &report["scale_from_apiserver"];
+    if scale.is_object() {
+        println!(
+            "  start-up with {} namespaces + {} LocalQueues: ready in {} s, VmRSS {} MiB (median of {})",
+            scale["namespaces"],
+            scale["local_queues"],
+            scale["ready_seconds_median"],
+            scale["rss_mib_median"],
+            scale["runs"].as_array().map_or(0, Vec::len)
+        );
+    }
+}
+
+fn main() -> ExitCode {
+    // cargo passes --bench (and filters); nothing here takes arguments.
+    let settings = match Settings::from_env() {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("apiserver bench: {error:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let report = Mutex::new(json!({
+        "benchmark": "apiserver",
+        "smoke": settings.smoke,
+        "machine": machine(),
+    }));
+    let started = Instant::now();
+    let result = (|| -> Result<()> {
+        let cluster = Cluster::up(&settings.out)?;
+        // Ctrl-C or SIGTERM: stop what we started, then exit.
+        let (dir, log) = (cluster.dir.clone(), cluster.log.clone());
+        runtime.spawn(async move {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            eprintln!("interrupted: stopping the control plane");
+            let pid = CHILD_PID.load(Ordering::SeqCst);
+            if pid != 0 {
+                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            }
+            let guard = Cluster { dir, log };
+            guard.teardown();
+            std::mem::forget(guard);
+            std::process::exit(130);
+        });
+        let outcome = runtime.block_on(run(&settings, &cluster, &report));
+        drop(cluster);
+        outcome
+    })();
+    let mut report = report.into_inner().unwrap();
+    report["duration_seconds"] = json!(round3(started.elapsed().as_secs_f64()));
+    report["machine"]["loadavg_at_end"] = json!(loadavg());
+    if let Err(error) = &result {
+        report["error"] = json!(format!("{error:#}"));
+    }
+    let path = settings.out.join("apiserver.json");
+    let written = serde_json::to_string_pretty(&report)
+        .map_err(anyhow::Error::from)
+        .and_then(|text| std::fs::write(&path, text + "\n").map_err(anyhow::Error::from));
+    match (&result, written) {
+        (Ok(()), Ok(())) => {
+            summary(&report);
+            println!("  wrote {} in {:.0} s", path.display(), started.elapsed().as_secs_f64());
+            ExitCode::SUCCESS
+        }
+        (Err(error), _) => {
+            eprintln!("apiserver bench failed: {error:#}");
+            ExitCode::FAILURE
+        }
+        (Ok(()), Err(error)) => {
+            eprintln!("apiserver bench: writing {}: {error:#}", path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
