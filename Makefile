@@ -23,7 +23,7 @@ certs:
 
 # The README's test command: every test there is, the end-to-end ones
 # against a control plane it starts and stops itself.
-test: test-local lint-dockerfile bench-smoke e2e
+test: test-local lint-dockerfile bench-smoke e2e e2e-kueue
 
 # Everything that needs no control plane: rules, review CLI, HTTPS server.
 test-local:
@@ -102,3 +102,35 @@ e2e: build
 	$(MAKE) cluster
 	EVAL_ADMISSION_CLUSTER_DIR=$(CLUSTER_DIR) $(CARGO) test --locked --test e2e -- --ignored --test-threads 4; \
 	  status=$$?; $(MAKE) cluster-down; exit $$status
+
+# ---- the real Kueue controller in front of the test control plane (tests/kueue_e2e.rs) ----
+# CLUSTER_DIR defaults to .cluster-kueue for these, so they can run beside `make cluster`.
+KUEUE_CLUSTER_DIR := $(if $(filter file,$(origin CLUSTER_DIR)),$(CURDIR)/.cluster-kueue,$(CLUSTER_DIR))
+# eval-admission's config there: the default, with Kueue's identity (kueue-e2e-controller) allowed to unsuspend.
+KUEUE_WEBHOOK_CONFIG := $(CURDIR)/tests/kueue/eval-admission-config.yaml
+
+.PHONY: kueue-tools cluster-kueue cluster-kueue-down e2e-kueue
+
+# The Kueue v0.19.2 controller manager built from its Go module (tests/kueue/go.mod), cached by go.sum.
+kueue-tools:
+	./hack/build-kueue.sh
+
+# `make cluster` with eval-admission configured for Kueue's identity, then Kueue
+# itself (hack/kueue.sh) with its webhook configurations registered.
+cluster-kueue: build kueue-tools
+	WEBHOOK_CONFIG=$(KUEUE_WEBHOOK_CONFIG) $(MAKE) cluster CLUSTER_DIR=$(KUEUE_CLUSTER_DIR)
+	./hack/kueue.sh up $(KUEUE_CLUSTER_DIR)
+
+# Kueue first (its webhooks fail closed), then eval-admission and the control plane.
+cluster-kueue-down:
+	-test ! -f $(KUEUE_CLUSTER_DIR)/cluster.env || ./hack/kueue.sh down $(KUEUE_CLUSTER_DIR)
+	$(MAKE) cluster-down CLUSTER_DIR=$(KUEUE_CLUSTER_DIR)
+
+# A fresh control plane with Kueue, the Kueue end-to-end tests (the model-versus-Kueue
+# table lands in $(KUEUE_CLUSTER_DIR)/kueue-model.md and is printed), then everything stopped.
+e2e-kueue: build kueue-tools
+	-$(MAKE) cluster-kueue-down >/dev/null 2>&1
+	rm -rf $(KUEUE_CLUSTER_DIR)
+	$(MAKE) cluster-kueue
+	EVAL_ADMISSION_CLUSTER_DIR=$(KUEUE_CLUSTER_DIR) $(CARGO) test --locked --test kueue_e2e -- --ignored --test-threads 1; \
+	  status=$$?; cat $(KUEUE_CLUSTER_DIR)/kueue-model.md 2>/dev/null; $(MAKE) cluster-kueue-down; exit $$status
