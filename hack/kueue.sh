@@ -30,8 +30,12 @@
 #     but bind mounts on top of files in /etc (a container's /etc/hosts) are not
 #     seen through the overlay: Kueue only dials 127.0.0.1, so this does not matter;
 #   - the CRDs come from config/components/crd/bases, without the conversion
-#     webhook patches: conversion strategy None. The tests write every Kueue
-#     object as v1beta2, the storage version, so no conversion is ever needed.
+#     webhook patches, so cluster-up.sh installs them with conversion strategy
+#     None: a v1beta1 object would be stored as v1beta2 with its renamed fields
+#     (ClusterQueue spec.cohort -> cohortName, ...) silently pruned. While Kueue
+#     runs, the CRDs upstream patches (CONVERTED below) get its /convert webhook
+#     as in a release install; `down` puts strategy None back, since the
+#     webhook is gone with Kueue.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -45,6 +49,8 @@ KDIR=$DIR/kueue
 PIDFILE=$DIR/pids/kueue.pid
 LOG=$DIR/logs/kueue.log
 USERNAME=kueue-e2e-controller
+# The CRDs Kueue's config/components/crd/kustomization.yaml gives a conversion webhook.
+CONVERTED=(localqueues clusterqueues cohorts workloads multikueueclusters)
 MUTATING=kueue-mutating-webhook-configuration
 VALIDATING=kueue-validating-webhook-configuration
 # Kueue's webhooks fail closed; on a dead API server do not hang on them.
@@ -216,16 +222,26 @@ for item in items:
 json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
 ' "$WEBHOOK_PORT" "$(base64 -w0 "$CA_CRT")" >"$KDIR/webhooks.json"
 	kubectl apply --server-side --force-conflicts --field-manager=hack-kueue -f "$KDIR/webhooks.json" >&2
-	local name
+	local name conversion
 	for name in "$MUTATING" "$VALIDATING"; do
 		kubectl get mutatingwebhookconfiguration,validatingwebhookconfiguration -o name | grep -qx ".*/$name" ||
 			die "expected $name among the registered configurations"
 	done
+	conversion=$(printf '{"spec":{"conversion":{"strategy":"Webhook","webhook":{"conversionReviewVersions":["v1"],"clientConfig":{"url":"https://127.0.0.1:%s/convert","caBundle":"%s"}}}}}' \
+		"$WEBHOOK_PORT" "$(base64 -w0 "$CA_CRT")")
+	for name in "${CONVERTED[@]}"; do
+		kubectl patch crd "$name.kueue.x-k8s.io" --type=merge -p "$conversion" >&2
+	done
 }
 
 unregister() {
+	local name
 	kubectl delete mutatingwebhookconfiguration "$MUTATING" --ignore-not-found >&2 || true
 	kubectl delete validatingwebhookconfiguration "$VALIDATING" --ignore-not-found >&2 || true
+	for name in "${CONVERTED[@]}"; do
+		kubectl patch crd "$name.kueue.x-k8s.io" --type=merge \
+			-p '{"spec":{"conversion":{"strategy":"None","webhook":null}}}' >&2 || true
+	done
 }
 
 stop() {
