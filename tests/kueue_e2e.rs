@@ -693,13 +693,16 @@ fn watch(cluster: &Cluster, ns: &str, setup: &str) -> (bool, String) {
     let start = Instant::now();
     let mut considered = false;
     let preempted = || -> Option<String> {
+        // The Job before the Workload: Kueue marks the Workload evicted before it
+        // suspends the Job, so a suspended Job is seen with its Workload's reason.
+        let suspended = cluster.suspended("job", ns, "low");
         let low = cluster.job_workload(ns, "low").expect("low's Workload");
         let preempted = condition(&low, "Preempted").filter(|(status, _)| status == "True");
         let evicted = condition(&low, "Evicted").filter(|(status, _)| status == "True");
         match (preempted, evicted) {
             (Some((_, reason)), _) => Some(format!("Preempted ({reason})")),
             (None, Some((_, reason))) => Some(format!("Evicted ({reason})")),
-            (None, None) => cluster.suspended("job", ns, "low").then(|| "Job suspended again".to_string()),
+            (None, None) => suspended.then(|| "Job suspended again".to_string()),
         }
     };
     loop {
