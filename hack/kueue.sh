@@ -10,6 +10,9 @@
 # signed by the cluster CA), certs/ (webhook serving certificate for
 # 127.0.0.1), etc/ (see "metrics certificate" below), ports, overlay/ (the
 # generated webhook registration). Log DIR/logs/kueue.log, pid DIR/pids/kueue.pid.
+# Ports and certificates are kept per DIR; `up` on a running Kueue restarts it.
+# `down` unregisters first: Kueue's webhooks fail closed.
+# Env: KUEUE_LOG_LEVEL (Kueue's --zap-log-level, default 2).
 #
 # How it differs from a release install (no Deployment, no Service, no cert
 # manager):
