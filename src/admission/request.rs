@@ -147,17 +147,13 @@ pub fn decode(body: &[u8]) -> Result<Request, Error> {
 }
 
 fn unwrap_review<R>(review: Review<R>) -> Result<R, Error> {
-    if let Some(version) = review.api_version.as_deref() {
-        if version != API_VERSION {
-            return Err(Error::BadReview(format!(
-                "apiVersion {version} is not supported; register the webhook with admissionReviewVersions [v1]"
-            )));
-        }
+    if let Some(version) = review.api_version.as_deref().filter(|v| *v != API_VERSION) {
+        return Err(Error::BadReview(format!(
+            "apiVersion {version} is not supported; register the webhook with admissionReviewVersions [v1]"
+        )));
     }
-    if let Some(kind) = review.kind.as_deref() {
-        if kind != "AdmissionReview" {
-            return Err(Error::BadReview(format!("kind {kind} is not AdmissionReview")));
-        }
+    if let Some(kind) = review.kind.as_deref().filter(|k| *k != "AdmissionReview") {
+        return Err(Error::BadReview(format!("kind {kind} is not AdmissionReview")));
     }
     review.request.ok_or_else(|| Error::BadReview("no request in the AdmissionReview".into()))
 }

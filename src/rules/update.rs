@@ -47,10 +47,8 @@ pub fn check_update(
     let priority_changed = old.priority_class_label() != new.priority_class_label()
         || old.pod_priority_classes() != new.pod_priority_classes();
     let mut warnings = Vec::new();
-    if queue_changed {
-        if let Some(name) = new_queue {
-            warnings = queue::check_local_queue(view, subject, name, queue::QueueSource::Label)?;
-        }
+    if let Some(name) = new_queue.filter(|_| queue_changed) {
+        warnings = queue::check_local_queue(view, subject, name, queue::QueueSource::Label)?;
     }
     if queue_changed || priority_changed {
         let priority = priority::workload_priority(view, subject)?;
