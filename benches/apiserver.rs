@@ -21,9 +21,17 @@
 //! It starts its own control plane in `$BENCH_OUT/cluster` (hack/cluster-up.sh,
 //! with the MutatingAdmissionPolicy feature gate and API version) and always
 //! stops it. Results: `$BENCH_OUT/apiserver.json` (BENCH_OUT defaults to
-//! bench-out/). `BENCH_SMOKE=1` runs everything at toy sizes in seconds.
+//! bench-out/). Full run: 8 in flight, 50 warm-up + 1,000 measured creates per
+//! phase, 10 rounds, 10,000 namespaces, 3 starts (about 3 minutes on 2 cores
+//! when the machine is otherwise idle). `BENCH_SMOKE=1`: 4 in flight, 20
+//! creates, 1 round, 200 namespaces (about 15 s plus the control plane's start).
 //! Sizes can be overridden: APISERVER_BENCH_CREATES, APISERVER_BENCH_ROUNDS,
 //! APISERVER_BENCH_CONCURRENCY, APISERVER_BENCH_NAMESPACES, APISERVER_BENCH_STARTS.
+//!
+//! At 8 in flight on a small machine the API server is CPU-bound, so added
+//! latency there is mostly added API-server CPU per create times queueing;
+//! `cpu_ms_per_create` shows where it goes. APISERVER_BENCH_CONCURRENCY=1 gives
+//! the unloaded latency.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -501,17 +509,39 @@ async fn switch(
     wait_for_effect(probe, job, phase.mutates()).await
 }
 
-/// eval-admission's review counters, summed: (reviews, confirm lookups).
-async fn webhook_counters(http: &reqwest::Client, admin_port: u16) -> Result<(f64, f64)> {
+/// eval-admission's counters, summed over their other labels.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Counters {
+    mutate: f64,
+    validate: f64,
+    confirm_lookups: f64,
+}
+
+impl std::ops::Sub for Counters {
+    type Output = Counters;
+    fn sub(self, before: Counters) -> Counters {
+        Counters {
+            mutate: self.mutate - before.mutate,
+            validate: self.validate - before.validate,
+            confirm_lookups: self.confirm_lookups - before.confirm_lookups,
+        }
+    }
+}
+
+async fn webhook_counters(http: &reqwest::Client, admin_port: u16) -> Result<Counters> {
     let text =
         http.get(format!("http://127.0.0.1:{admin_port}/metrics")).send().await?.error_for_status()?.text().await?;
-    let sum = |prefix: &str| -> f64 {
+    let sum = |prefix: &str, label: &str| -> f64 {
         text.lines()
-            .filter(|line| line.starts_with(prefix))
+            .filter(|line| line.starts_with(prefix) && line.contains(label))
             .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
             .sum()
     };
-    Ok((sum("eval_admission_reviews_total"), sum("eval_admission_confirm_lookups_total")))
+    Ok(Counters {
+        mutate: sum("eval_admission_reviews_total{", "webhook=\"mutate\""),
+        validate: sum("eval_admission_reviews_total{", "webhook=\"validate\""),
+        confirm_lookups: sum("eval_admission_confirm_lookups_total", ""),
+    })
 }
 
 /// CPU time (user + system) of the processes hack/ started, from /proc/PID/stat.
@@ -623,12 +653,12 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
             let job = evalhub_job(namespace)?;
             switch(cluster, client, &policy, phase, &api, &job).await?;
             creates(&api, &job, settings.warmup, settings.concurrency, phase.mutates()).await.context("warm-up")?;
-            let (reviews_before, confirms_before) = webhook_counters(&http, admin_port).await?;
+            let counters_before = webhook_counters(&http, admin_port).await?;
             let cpu_before = cpu_seconds(&cluster.dir);
             let loadavg_1m = loadavg().split_whitespace().next().and_then(|v| v.parse::<f64>().ok());
             let sample = creates(&api, &job, settings.creates, settings.concurrency, phase.mutates()).await?;
             let cpu_after = cpu_seconds(&cluster.dir);
-            let (reviews_after, confirms_after) = webhook_counters(&http, admin_port).await?;
+            let reviews = webhook_counters(&http, admin_port).await? - counters_before;
             let cpu_ms_per_create: BTreeMap<&str, f64> = cpu_after
                 .iter()
                 .map(|(name, after)| {
@@ -636,18 +666,22 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
                     (*name, round3(used * 1000.0 / settings.creates as f64))
                 })
                 .collect();
-            let reviews = reviews_after - reviews_before;
-            let expected = if phase == Phase::Webhook { 2.0 * settings.creates as f64 } else { 0.0 };
+            // One mutating review per create. Validating ones can be more: when
+            // two concurrent creates draw the same generateName suffix, the API
+            // server retries the loser with a new name, re-running validating
+            // (not mutating) admission.
+            let creates = settings.creates as f64;
+            let expected = if phase == Phase::Webhook { creates } else { 0.0 };
+            let validate_ok = if phase == Phase::Webhook {
+                reviews.validate >= creates && reviews.validate <= creates * 1.05
+            } else {
+                reviews.validate == 0.0
+            };
             ensure!(
-                reviews == expected,
-                "phase {}: eval-admission answered {reviews} reviews for {} creates, expected {expected}",
+                reviews.mutate == expected && validate_ok && reviews.confirm_lookups == 0.0,
+                "phase {}: eval-admission answered {reviews:?} for {} creates, expected {expected} of each and no confirm lookups",
                 phase.name(),
                 settings.creates
-            );
-            ensure!(
-                confirms_after == confirms_before,
-                "phase {}: eval-admission made live confirm lookups",
-                phase.name()
             );
 
             let mut sorted = sample.latencies_ms.clone();
@@ -668,7 +702,8 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
                 "p50_ms": round3(p50), "p90_ms": round3(p90), "p99_ms": round3(p99), "mean_ms": round3(mean),
                 "max_ms": round3(*sorted.last().unwrap()), "creates_per_second": round3(throughput),
                 "loadavg_1m_before": loadavg_1m,
-                "webhook_reviews": reviews, "cpu_ms_per_create": cpu_ms_per_create,
+                "webhook_reviews": {"mutate": reviews.mutate, "validate": reviews.validate},
+                "cpu_ms_per_create": cpu_ms_per_create,
                 "verified": if phase.mutates() { "every created Job had the queue label and spec.suspend true" }
                             else { "no created Job had the queue label or spec.suspend true" },
             }));
