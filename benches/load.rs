@@ -105,7 +105,10 @@ fn main() {
     // One worker thread: the server has one core; tokio would otherwise size its pool to the machine.
     let env = [("TOKIO_WORKER_THREADS", "1")];
     let noop = harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env);
-    let full = harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster], &env);
+    // BENCH_FULL_RUST_LOG=warn: the full server without its per-review log line, to see what that line costs.
+    let full_log = std::env::var("BENCH_FULL_RUST_LOG").unwrap_or_else(|_| "info".into());
+    let full_env = [env[0], ("RUST_LOG", full_log.as_str())];
+    let full = harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster], &full_env);
     noop.wait_ready(Duration::from_secs(10));
     full.wait_ready(Duration::from_secs(10));
     if pinned {
