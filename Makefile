@@ -27,7 +27,7 @@ test: test-local lint-dockerfile bench-smoke e2e e2e-kueue
 
 # Everything that needs no control plane: rules, review CLI, HTTPS server.
 test-local:
-	$(CARGO) test --locked --all-targets
+	$(CARGO) test --locked --lib --bins --tests
 
 unit:
 	$(CARGO) test --locked --lib

@@ -8,13 +8,12 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::sync::{Once, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::repo;
+use common::{Kubectl, repo};
 use serde_json::Value;
 
 const NEEDS_CLUSTER: &str = "needs the test control plane: run `make e2e`";
@@ -23,14 +22,22 @@ const NEEDS_CLUSTER: &str = "needs the test control plane: run `make e2e`";
 static DISRUPTION: RwLock<()> = RwLock::new(());
 static SEEDS: Once = Once::new();
 
+/// The test control plane; kubectl and friends come from [`Kubectl`].
 struct Cluster {
-    dir: PathBuf,
+    kube: Kubectl,
+}
+
+impl std::ops::Deref for Cluster {
+    type Target = Kubectl;
+    fn deref(&self) -> &Kubectl {
+        &self.kube
+    }
 }
 
 fn cluster() -> Cluster {
     let dir = std::env::var_os("EVAL_ADMISSION_CLUSTER_DIR").map(PathBuf::from).unwrap_or_else(|| repo(".cluster"));
     assert!(dir.join("kubeconfig").exists(), "no cluster at {}: {NEEDS_CLUSTER}", dir.display());
-    let cluster = Cluster { dir };
+    let cluster = Cluster { kube: Kubectl { dir } };
     SEEDS.call_once(|| {
         // The seeds' queues and priority classes: team-a-cq (no preemption),
         // team-a-shared-cq (LowerPriority), WorkloadPriorityClasses 1000/500/100.
@@ -40,45 +47,6 @@ fn cluster() -> Cluster {
 }
 
 impl Cluster {
-    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = Command::new(self.dir.join("bin/kubectl"))
-            .arg("--kubeconfig")
-            .arg(self.dir.join("kubeconfig"))
-            .args(args)
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("runs kubectl");
-        if let Some(input) = stdin {
-            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        }
-        child.wait_with_output().unwrap()
-    }
-
-    /// Runs kubectl and returns stdout; panics with stderr when it fails.
-    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let output = self.kubectl(args, stdin);
-        assert!(output.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    /// Runs kubectl expecting a refusal; returns stderr.
-    fn refused(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let output = self.kubectl(args, stdin);
-        let stderr = String::from_utf8(output.stderr).unwrap();
-        assert!(
-            !output.status.success(),
-            "kubectl {args:?} should have been refused; stdout: {}",
-            String::from_utf8_lossy(&output.stdout)
-        );
-        stderr
-    }
-
-    fn get(&self, resource: &str, namespace: &str, name: &str) -> Value {
-        serde_json::from_str(&self.ok(&["get", resource, name, "-n", namespace, "-o", "json"], None)).unwrap()
-    }
-
     fn webhook(&self, command: &str) {
         let status = Command::new(repo("hack/webhook.sh")).arg(command).arg(&self.dir).status().unwrap();
         assert!(status.success(), "hack/webhook.sh {command}");

@@ -16,12 +16,11 @@
 mod common;
 
 use std::fmt::Write as _;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{BIN, repo};
+use common::{BIN, Kubectl, repo};
 use serde_json::{Value, json};
 
 const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
@@ -35,8 +34,16 @@ const PREEMPTION_WAIT: Duration = Duration::from_secs(20);
 /// How long Kueue gets to admit a workload that fits.
 const ADMISSION_WAIT: Duration = Duration::from_secs(60);
 
+/// The test control plane; kubectl and friends come from [`Kubectl`].
 struct Cluster {
-    dir: PathBuf,
+    kube: Kubectl,
+}
+
+impl std::ops::Deref for Cluster {
+    type Target = Kubectl;
+    fn deref(&self) -> &Kubectl {
+        &self.kube
+    }
 }
 
 fn cluster() -> Cluster {
@@ -44,44 +51,10 @@ fn cluster() -> Cluster {
         std::env::var_os("EVAL_ADMISSION_CLUSTER_DIR").map(PathBuf::from).unwrap_or_else(|| repo(".cluster-kueue"));
     assert!(dir.join("kubeconfig").exists(), "no cluster at {}: run make e2e-kueue", dir.display());
     assert!(dir.join("kueue/config.yaml").exists(), "no Kueue in {}: run make e2e-kueue", dir.display());
-    Cluster { dir }
+    Cluster { kube: Kubectl { dir } }
 }
 
 impl Cluster {
-    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = Command::new(self.dir.join("bin/kubectl"))
-            .arg("--kubeconfig")
-            .arg(self.dir.join("kubeconfig"))
-            .args(args)
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("runs kubectl");
-        if let Some(input) = stdin {
-            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        }
-        child.wait_with_output().unwrap()
-    }
-
-    /// Runs kubectl and returns stdout; panics with stderr when it fails.
-    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let output = self.kubectl(args, stdin);
-        assert!(output.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    /// Runs kubectl expecting a refusal; returns stderr.
-    fn refused(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let output = self.kubectl(args, stdin);
-        assert!(
-            !output.status.success(),
-            "kubectl {args:?} should have been refused; stdout: {}",
-            String::from_utf8_lossy(&output.stdout)
-        );
-        String::from_utf8(output.stderr).unwrap()
-    }
-
     fn apply(&self, objects: &[Value]) {
         let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
         self.ok(&["apply", "-f", "-"], Some(&list.to_string()));
@@ -90,10 +63,6 @@ impl Cluster {
     /// `kubectl create` as the admin; the object as the API server stored it at creation.
     fn create(&self, object: &Value) -> Value {
         serde_json::from_str(&self.ok(&["create", "-o", "json", "-f", "-"], Some(&object.to_string()))).unwrap()
-    }
-
-    fn get(&self, resource: &str, namespace: &str, name: &str) -> Value {
-        serde_json::from_str(&self.ok(&["get", resource, name, "-n", namespace, "-o", "json"], None)).unwrap()
     }
 
     fn suspended(&self, kind: &str, namespace: &str, name: &str) -> bool {

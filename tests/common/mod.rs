@@ -3,9 +3,10 @@
 
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
@@ -144,4 +145,49 @@ pub fn review_body(example: &str) -> Vec<u8> {
     let bytes = std::fs::read(repo("examples").join(example)).unwrap();
     let review = eval_admission::cli::admission_review(&bytes).unwrap();
     serde_json::to_vec(&review).unwrap()
+}
+
+/// kubectl of a test control plane made by hack/cluster-up.sh in `dir`.
+pub struct Kubectl {
+    pub dir: PathBuf,
+}
+
+impl Kubectl {
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new(self.dir.join("bin/kubectl"))
+            .arg("--kubeconfig")
+            .arg(self.dir.join("kubeconfig"))
+            .args(args)
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("runs kubectl");
+        if let Some(input) = stdin {
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs kubectl and returns stdout; panics with stderr when it fails.
+    pub fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let output = self.kubectl(args, stdin);
+        assert!(output.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// Runs kubectl expecting a refusal; returns stderr.
+    pub fn refused(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let output = self.kubectl(args, stdin);
+        assert!(
+            !output.status.success(),
+            "kubectl {args:?} should have been refused; stdout: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        String::from_utf8(output.stderr).unwrap()
+    }
+
+    pub fn get(&self, resource: &str, namespace: &str, name: &str) -> serde_json::Value {
+        serde_json::from_str(&self.ok(&["get", resource, name, "-n", namespace, "-o", "json"], None)).unwrap()
+    }
 }
