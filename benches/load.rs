@@ -169,11 +169,14 @@ fn main() {
                     }
                 }
                 let (noop_summary, full_summary) = (summarize(&runs[0]), summarize(&runs[1]));
-                let ratio = full_summary["cpu_us_per_review"].as_f64().unwrap() / noop_summary["cpu_us_per_review"].as_f64().unwrap();
+                // CPU time comes in 10 ms ticks: a short run may see none, and then there is no ratio.
+                let noop_cpu = noop_summary["cpu_us_per_review"].as_f64().unwrap();
+                let ratio = (noop_cpu > 0.0).then(|| full_summary["cpu_us_per_review"].as_f64().unwrap() / noop_cpu);
                 println!(
-                    "{case} {rate:>6} rps: noop p50 {:.2} ms p99 {:.2} ms {:.1} us/review | full p50 {:.2} ms p99 {:.2} ms {:.1} us/review | cpu ratio {ratio:.2}",
+                    "{case} {rate:>6} rps: noop p50 {:.2} ms p99 {:.2} ms {:.1} us/review | full p50 {:.2} ms p99 {:.2} ms {:.1} us/review | cpu ratio {}",
                     noop_summary["p50_ms"].as_f64().unwrap(), noop_summary["p99_ms"].as_f64().unwrap(), noop_summary["cpu_us_per_review"].as_f64().unwrap(),
                     full_summary["p50_ms"].as_f64().unwrap(), full_summary["p99_ms"].as_f64().unwrap(), full_summary["cpu_us_per_review"].as_f64().unwrap(),
+                    ratio.map_or("n/a".to_string(), |r| format!("{r:.2}")),
                 );
                 per_rate.push(json!({"rate": rate, "noop": noop_summary, "full": full_summary, "cpu_ratio_full_over_noop": ratio}));
             }

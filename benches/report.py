@@ -52,6 +52,10 @@ def machine():
     return f"{os.cpu_count()} cores ({model}), {platform.system()} {platform.release()}, commit {commit or 'unknown'}"
 
 
+def ratio(value):
+    return "n/a" if value is None else f"{value:.2f}"
+
+
 def verdict(ok):
     return "met" if ok else "**missed**"
 
@@ -106,14 +110,14 @@ if load_results:
     for run in job["runs"]:
         n, f = run["noop"], run["full"]
         out(f"| {run['rate']:.0f} | {n['achieved_rps']:.0f} | {n['p50_ms']:.2f} | {n['p99_ms']:.2f} | {n['cpu_us_per_review']:.1f} | "
-            f"{f['achieved_rps']:.0f} | {f['p50_ms']:.2f} | {f['p99_ms']:.2f} | {f['cpu_us_per_review']:.1f} | {run['cpu_ratio_full_over_noop']:.2f} |")
+            f"{f['achieved_rps']:.0f} | {f['p50_ms']:.2f} | {f['p99_ms']:.2f} | {f['cpu_us_per_review']:.1f} | {ratio(run['cpu_ratio_full_over_noop'])} |")
     out("")
     for case, label in [("jobset-create", "JobSet CREATE on /mutate"), ("job-update", "Job UPDATE on /validate")]:
         if case in load_results["cases"]:
             data = load_results["cases"][case]
             for run in data["runs"]:
                 out(f"- {label} ({data['body_bytes']} bytes) at {run['rate']:.0f} rps: noop {run['noop']['cpu_us_per_review']:.1f} µs, "
-                    f"full {run['full']['cpu_us_per_review']:.1f} µs of CPU per review, ratio **{run['cpu_ratio_full_over_noop']:.2f}**; "
+                    f"full {run['full']['cpu_us_per_review']:.1f} µs of CPU per review, ratio **{ratio(run['cpu_ratio_full_over_noop'])}**; "
                     f"p99 {run['noop']['p99_ms']:.2f} / {run['full']['p99_ms']:.2f} ms.")
     highest = load_results["highest_rate_p99_under_5ms"]
     out("")
@@ -122,13 +126,15 @@ if load_results:
     out("")
     out(f"![p99 against offered rate]({os.path.relpath(out_png, os.path.dirname(out_md) or '.')})")
     out("")
-    ratios = sorted(run["cpu_ratio_full_over_noop"] for run in job["runs"])
-    median_ratio = ratios[len(ratios) // 2]
-    targets.append(("CPU per review, Job CREATE, full / noop server", "≤ 1.6", f"{median_ratio:.2f} (median over rates)", median_ratio <= 1.6))
+    ratios = sorted(r for r in (run["cpu_ratio_full_over_noop"] for run in job["runs"]) if r is not None)
+    if ratios:
+        median_ratio = ratios[len(ratios) // 2]
+        targets.append(("CPU per review, Job CREATE, full / noop server", "≤ 1.6", f"{median_ratio:.2f} (median over rates)", median_ratio <= 1.6))
     for case, label in [("jobset-create", "JobSet CREATE"), ("job-update", "Job UPDATE")]:
         if case in load_results["cases"]:
             r = load_results["cases"][case]["runs"][0]["cpu_ratio_full_over_noop"]
-            targets.append((f"CPU per review, {label}, full / noop server", "≤ 2", f"{r:.2f}", r <= 2.0))
+            if r is not None:
+                targets.append((f"CPU per review, {label}, full / noop server", "≤ 2", f"{r:.2f}", r <= 2.0))
     full_highest = highest["full"] or 0
     targets.append(("Reviews/s on one server core with p99 ≤ 5 ms", "≥ 10,000", f"{full_highest:.0f}", full_highest >= 10000))
 

@@ -144,12 +144,12 @@ impl Config {
     }
 
     /// Whether a controller owner makes Kueue treat the owner, not this object, as the workload.
-    pub fn owned_by_managed_kind(&self, workload: &Workload) -> Option<String> {
-        let owner = workload.controller_owner()?;
-        self.kueue_managed_owners
-            .iter()
-            .any(|managed| managed.api_group == owner.api_group() && managed.kind == owner.kind)
-            .then(|| format!("{} {}", owner.kind, owner.name))
+    pub fn owned_by_managed_kind(&self, workload: &Workload) -> bool {
+        workload.controller_owner().is_some_and(|owner| {
+            self.kueue_managed_owners
+                .iter()
+                .any(|managed| managed.api_group == owner.api_group() && managed.kind == owner.kind)
+        })
     }
 
     pub fn is_kueue_controller(&self, username: &str) -> bool {

@@ -182,7 +182,7 @@ pub(crate) fn target<'r>(config: &Config, request: &'r Request) -> Result<Result
     if request.operation == Operation::Update && old.is_none() {
         return Err(Error::BadReview(format!("UPDATE of {kind} without oldObject")));
     }
-    if config.owned_by_managed_kind(workload).is_some() {
+    if config.owned_by_managed_kind(workload) {
         return Ok(Err(Reason::OwnedByKueueWorkload));
     }
     // On UPDATE the old labels count too: dropping the selecting label must not slip past the guards.
