@@ -256,8 +256,21 @@ install_crds() {
 		# limit of the last-applied-configuration annotation client-side apply uses.
 		"$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" apply --server-side --force-conflicts \
 			--field-manager=eval-admission-cluster-up -f "$d" >&2
-		"$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" wait --for=condition=Established \
-			--timeout=120s -f "$d" >&2
+		wait_established "$d"
+	done
+}
+
+# Polls each CRD in $1 until its Established condition is True. Not `kubectl
+# wait`: right after the apply a CRD may have no status yet, and kubectl then
+# fails ("<nil> is of the type <nil>") instead of waiting.
+wait_established() {
+	local crd deadline=$((SECONDS + 120))
+	for crd in $("$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" get -f "$1" -o name); do
+		until [[ $("$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" get "$crd" \
+			-o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null) == True ]]; do
+			((SECONDS < deadline)) || die "timed out waiting for $crd to be Established"
+			sleep 0.5
+		done
 	done
 }
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Build the differential judge (tests/kueue/oracle: Kueue v0.19.2's scheduler
+# in-process) into $EVAL_ADMISSION_CACHE/kueue-<version>/bin/oracle. One file,
+# tests/kueue/oracle/_kueue-scheduler/scheduler_oracle_export.go, is added to Kueue's
+# pkg/scheduler (it exports one scheduling cycle); Kueue's own files are
+# untouched. Rebuilt when go.mod, go.sum or the oracle's sources change.
+# Progress goes to stderr; the last line of stdout is the binary's path.
+set -euo pipefail
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+KUEUE_MOD_DIR=$REPO_ROOT/tests/kueue
+ORACLE_DIR=$EVAL_ADMISSION_CACHE/kueue-$KUEUE_VERSION
+ORACLE_BIN=$ORACLE_DIR/bin/oracle
+
+build_stamp() {
+	cat "$KUEUE_MOD_DIR/go.mod" "$KUEUE_MOD_DIR/go.sum" "$KUEUE_MOD_DIR"/oracle/*.go "$KUEUE_MOD_DIR"/oracle/_kueue-scheduler/*.go |
+		sha256sum | cut -d' ' -f1
+}
+
+if [[ -x $ORACLE_BIN && -f $ORACLE_BIN.stamp && $(<"$ORACLE_BIN.stamp") == "$(build_stamp)" ]]; then
+	echo "$ORACLE_BIN"
+	exit 0
+fi
+
+use_go
+start=$SECONDS
+kueue_src=$(env -C "$KUEUE_MOD_DIR" GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+# Go refuses overlays inside the module cache, so the scheduler package gets
+# its extra file in a copy of the module kept in the cache, and the build uses
+# a generated go.mod (-modfile) that replaces sigs.k8s.io/kueue with that copy.
+# The committed go.mod/go.sum are not changed.
+src_copy=$ORACLE_DIR/src
+rm -rf "$src_copy"
+mkdir -p "$ORACLE_DIR/bin"
+cp -r "$kueue_src" "$src_copy"
+chmod -R u+w "$src_copy"
+cp "$KUEUE_MOD_DIR/oracle/_kueue-scheduler/scheduler_oracle_export.go" "$src_copy/pkg/scheduler/"
+modfile=$ORACLE_DIR/oracle.mod
+{ cat "$KUEUE_MOD_DIR/go.mod"; echo; echo "replace sigs.k8s.io/kueue => $src_copy"; } >"$modfile"
+cp "$KUEUE_MOD_DIR/go.sum" "$ORACLE_DIR/oracle.sum"
+log "building the Kueue $KUEUE_VERSION scheduler oracle"
+env -C "$KUEUE_MOD_DIR" CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" \
+	go build -modfile "$modfile" -trimpath -o "$ORACLE_BIN.tmp" ./oracle
+mv "$ORACLE_BIN.tmp" "$ORACLE_BIN"
+# The release's Kueue Configuration: what the oracle assumes without a kueue-manager-config.
+cp "$src_copy/config/components/manager/controller_manager_config.yaml" "$ORACLE_DIR/default-config.yaml"
+build_stamp >"$ORACLE_BIN.stamp"
+log "built in $((SECONDS - start))s: $ORACLE_BIN"
+echo "$ORACLE_BIN"

@@ -1,0 +1,420 @@
+package main
+
+// Exposure: could a workload another user submits make Kueue preempt the
+// admitted evaluation? The oracle does not decide this itself: it enumerates
+// probe workloads and lets Kueue's scheduler (its preemptor included) run on
+// each, in a fresh in-process Kueue where the evaluation was admitted first.
+//
+// The probe space, and why it is enough for the generator's set-ups:
+//   - queue: every ClusterQueue in the evaluation's cohort tree (itself
+//     included), reached through a LocalQueue the user creates in the first
+//     managed namespace that ClusterQueue's namespaceSelector selects;
+//   - priority: every value a user can give a Workload: each
+//     WorkloadPriorityClass, each PriorityClass (system ones included: Kueue
+//     reads them with a plain Get), and the no-class default;
+//   - age: newer than the evaluation, and older at equal priority (the case
+//     LowerOrNewerEqualPriority turns on);
+//   - size and flavor: for each flavor and resource the evaluation holds, one
+//     resource requested, pinned to that flavor by nodeSelector when the flavor
+//     has nodeLabels, at the two edges Kueue's own snapshot gives: one unit more
+//     than the probe's ClusterQueue has available now (it must preempt), and all
+//     it would have if the evaluation were gone (the largest that preempting it
+//     could make fit);
+//   - load: the evaluation alone, or with a top-priority filler in its own
+//     ClusterQueue taking all that queue can still get (so it borrows as far as
+//     Kueue lets it: cohort reclamation needs the victim's queue over nominal).
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/go-logr/logr/funcr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/util/priority"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// debugProbes (ORACLE_DEBUG=1) prints every probe's outcome on stderr.
+var debugProbes = os.Getenv("ORACLE_DEBUG") != ""
+
+type probe struct {
+	clusterQueue string
+	localQueue   string
+	namespace    string
+	priority     int32
+	older        bool
+	filler       bool
+	flavor       kueue.ResourceFlavorReference
+	resource     corev1.ResourceName
+	amount       int64
+	pinned       bool
+}
+
+func (p probe) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "priority %d", p.priority)
+	if p.older {
+		b.WriteString(" (older)")
+	}
+	fmt.Fprintf(&b, " in ClusterQueue %s requesting %s %s", p.clusterQueue, p.resource, quantityString(p.resource, p.amount))
+	if p.pinned {
+		fmt.Fprintf(&b, " on flavor %s", p.flavor)
+	}
+	if p.filler {
+		b.WriteString(", its own queue filled")
+	}
+	return b.String()
+}
+
+func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (string, string, int, error) {
+	home := string(admitted.Status.Admission.ClusterQueue)
+	evalPriority := priority.Priority(wl)
+	targets := probeTargets(c, home)
+	if len(targets) == 0 {
+		return "", "", 0, nil
+	}
+	probeQueues := make([]*kueue.LocalQueue, 0, len(targets))
+	for _, t := range targets {
+		probeQueues = append(probeQueues, t.queue)
+	}
+	withProbeQueues := *c
+	withProbeQueues.localQueues = append(slices.Clone(c.localQueues), probeQueues...)
+
+	count := 0
+	for _, filler := range []bool{false, true} {
+		env, fillers, err := prepare(ctx, &withProbeQueues, wl, evalPriority, filler)
+		if err != nil {
+			return "", "", count, err
+		}
+		if filler && len(fillers) == 0 {
+			continue // nothing left to fill: same state as without
+		}
+		snap, err := env.cache.Snapshot(ctx)
+		if err != nil {
+			return "", "", count, err
+		}
+		evalInfo := workload.NewInfo(mustGet(env, wl))
+		usage := evalInfo.FlavorResourceUsage()
+		for _, t := range targets {
+			cq := snap.ClusterQueue(kueue.ClusterQueueReference(t.clusterQueue))
+			if cq == nil {
+				continue
+			}
+			for _, fr := range sortedFlavorResources(usage) {
+				now := cq.Available(fr).Int64()
+				restore := snap.SimulateWorkloadRemoval([]*workload.Info{evalInfo})
+				without := cq.Available(fr).Int64()
+				restore()
+				if without <= now {
+					continue // the evaluation's quota is not what this queue lacks
+				}
+				amounts := []int64{now + 1}
+				if without != now+1 {
+					amounts = append(amounts, without)
+				}
+				for _, pr := range availablePriorities(c) {
+					for _, older := range ageVariants(pr, evalPriority) {
+						for _, amount := range amounts {
+							for _, pinned := range pinVariants(c, fr.Flavor) {
+								p := probe{clusterQueue: t.clusterQueue, localQueue: t.queue.Name, namespace: t.queue.Namespace,
+									priority: pr, older: older, filler: filler, flavor: fr.Flavor, resource: fr.Resource,
+									amount: amount, pinned: pinned}
+								count++
+								reason, err := tryProbe(ctx, &withProbeQueues, wl, evalPriority, p)
+								if err != nil {
+									return "", "", count, err
+								}
+								if reason != "" {
+									return p.String(), reason, count, nil
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return "", "", count, nil
+}
+
+type probeTarget struct {
+	clusterQueue string
+	queue        *kueue.LocalQueue
+}
+
+// probeTargets: the ClusterQueues of the evaluation's cohort tree that some
+// managed namespace can submit to, each with the LocalQueue a user would create.
+func probeTargets(c *cluster, home string) []probeTarget {
+	homeRoot := ""
+	for _, cq := range c.clusterQueues {
+		if cq.Name == home {
+			homeRoot = cohortRoot(c, string(cq.Spec.CohortName))
+		}
+	}
+	var targets []probeTarget
+	for _, cq := range c.clusterQueues {
+		inTree := cq.Name == home || (homeRoot != "" && cohortRoot(c, string(cq.Spec.CohortName)) == homeRoot)
+		if !inTree {
+			continue
+		}
+		ns := submittingNamespace(c, cq)
+		if ns == "" {
+			continue
+		}
+		targets = append(targets, probeTarget{clusterQueue: cq.Name, queue: &kueue.LocalQueue{
+			ObjectMeta: metav1.ObjectMeta{Name: "oracle-probe-" + cq.Name, Namespace: ns},
+			Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq.Name)},
+		}})
+	}
+	return targets
+}
+
+func cohortRoot(c *cluster, name string) string {
+	seen := map[string]bool{}
+	for name != "" && !seen[name] {
+		seen[name] = true
+		parent := ""
+		for _, co := range c.cohorts {
+			if co.Name == name {
+				parent = string(co.Spec.ParentName)
+			}
+		}
+		if parent == "" {
+			return name
+		}
+		name = parent
+	}
+	return name
+}
+
+func submittingNamespace(c *cluster, cq *kueue.ClusterQueue) string {
+	sel, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
+	if err != nil {
+		return ""
+	}
+	names := make([]string, 0, len(c.namespaces))
+	byName := map[string]*corev1.Namespace{}
+	for _, ns := range c.namespaces {
+		names = append(names, ns.Name)
+		byName[ns.Name] = ns
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ns := byName[name]
+		managed, err := c.managedNamespace(ns)
+		if err == nil && managed && sel.Matches(labels.Set(ns.Labels)) {
+			return name
+		}
+	}
+	return ""
+}
+
+// availablePriorities: every priority a user can give a workload, highest first.
+func availablePriorities(c *cluster) []int32 {
+	set := map[int32]bool{}
+	var defaultValue int32
+	haveDefault := false
+	for _, o := range c.others {
+		switch pc := o.(type) {
+		case *kueue.WorkloadPriorityClass:
+			set[pc.Value] = true
+		case *schedulingv1.PriorityClass:
+			set[pc.Value] = true
+			if pc.GlobalDefault && (!haveDefault || pc.Value < defaultValue) {
+				defaultValue, haveDefault = pc.Value, true
+			}
+		}
+	}
+	set[defaultValue] = true // a workload naming no class
+	values := slices.Collect(maps.Keys(set))
+	slices.Sort(values)
+	slices.Reverse(values)
+	return values
+}
+
+func ageVariants(probePriority, evalPriority int32) []bool {
+	if probePriority == evalPriority {
+		return []bool{true, false}
+	}
+	return []bool{false}
+}
+
+func pinVariants(c *cluster, flavor kueue.ResourceFlavorReference) []bool {
+	for _, rf := range c.flavors {
+		if rf.Name == string(flavor) && len(rf.Spec.NodeLabels) > 0 {
+			return []bool{true, false}
+		}
+	}
+	return []bool{false}
+}
+
+func sortedFlavorResources(usage resources.FlavorResourceQuantities) []resources.FlavorResource {
+	frs := slices.Collect(maps.Keys(usage))
+	slices.SortFunc(frs, func(a, b resources.FlavorResource) int {
+		if a.Flavor != b.Flavor {
+			return strings.Compare(string(a.Flavor), string(b.Flavor))
+		}
+		return strings.Compare(string(a.Resource), string(b.Resource))
+	})
+	return frs
+}
+
+// prepare builds a fresh Kueue with the evaluation admitted and, if asked, a
+// top-priority filler per flavor it uses, in its own queue.
+func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, evalPriority int32, filler bool) (*kueueEnv, []*kueue.Workload, error) {
+	env, err := newEnv(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := env.submit(wl.DeepCopy()); err != nil {
+		return nil, nil, err
+	}
+	if err := env.cycles(cyclesPerRun); err != nil {
+		return nil, nil, err
+	}
+	admitted := mustGet(env, wl)
+	if !hasQuota(admitted) {
+		return nil, nil, errNotReadmitted
+	}
+	if !filler {
+		return env, nil, nil
+	}
+	snap, err := env.cache.Snapshot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	home := snap.ClusterQueue(admitted.Status.Admission.ClusterQueue)
+	byFlavor := map[kueue.ResourceFlavorReference]corev1.ResourceList{}
+	usage := workload.NewInfo(admitted).FlavorResourceUsage()
+	for _, fr := range sortedFlavorResources(usage) {
+		if left := home.Available(fr).Int64(); left > 0 {
+			if byFlavor[fr.Flavor] == nil {
+				byFlavor[fr.Flavor] = corev1.ResourceList{}
+			}
+			byFlavor[fr.Flavor][fr.Resource] = quantity(fr.Resource, left)
+		}
+	}
+	top := availablePriorities(c)[0]
+	var fillers []*kueue.Workload
+	for i, flavor := range slices.Sorted(maps.Keys(byFlavor)) {
+		f := probeWorkload(fmt.Sprintf("oracle-filler-%d", i), wl.Namespace, string(wl.Spec.QueueName), top,
+			byFlavor[flavor], nodeSelectorFor(c, flavor), submittedAt.Add(time.Second))
+		if err := env.submit(f); err != nil {
+			return nil, nil, err
+		}
+		fillers = append(fillers, f)
+	}
+	if err := env.cycles(cyclesPerRun); err != nil {
+		return nil, nil, err
+	}
+	return env, fillers, nil
+}
+
+// tryProbe: Kueue's reason for preempting the evaluation, or "" if it did not.
+func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, evalPriority int32, p probe) (string, error) {
+	env, _, err := prepare(ctx, c, wl, evalPriority, p.filler)
+	if err != nil {
+		return "", err
+	}
+	created := submittedAt.Add(2 * time.Second)
+	if p.older {
+		created = submittedAt.Add(-time.Second)
+	}
+	var selector map[string]string
+	if p.pinned {
+		selector = nodeSelectorFor(c, p.flavor)
+	}
+	pw := probeWorkload("oracle-probe", p.namespace, p.localQueue, p.priority,
+		corev1.ResourceList{p.resource: quantity(p.resource, p.amount)}, selector, created)
+	if err := env.submit(pw); err != nil {
+		return "", err
+	}
+	if debugProbes {
+		env.ctx = ctrl.LoggerInto(env.ctx, funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 6}))
+	}
+	if err := env.cycles(cyclesPerRun); err != nil {
+		return "", err
+	}
+	got := mustGet(env, wl)
+	if debugProbes {
+		pgot := mustGet(env, pw)
+		fmt.Fprintf(os.Stderr, "probe %s\n  eval: %+v\n  probe: %+v\n  events: %+v\n", p, got.Status.Conditions, pgot.Status.Conditions, env.events.RecordedEvents)
+	}
+	if cond := metaCondition(got, kueue.WorkloadPreempted); cond != nil {
+		return cond.Reason, nil
+	}
+	if cond := metaCondition(got, kueue.WorkloadEvicted); cond != nil {
+		return "Evicted:" + cond.Reason, nil
+	}
+	return "", nil
+}
+
+func probeWorkload(name, namespace, queue string, prio int32, requests corev1.ResourceList, nodeSelector map[string]string, created time.Time) *kueue.Workload {
+	return &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: namespace, UID: types.UID("uid-" + namespace + "-" + name),
+			CreationTimestamp: metav1.NewTime(created),
+		},
+		Spec: kueue.WorkloadSpec{
+			QueueName: kueue.LocalQueueName(queue),
+			Priority:  &prio,
+			PodSets: []kueue.PodSet{{
+				Name:  kueue.DefaultPodSetName,
+				Count: 1,
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					NodeSelector: nodeSelector,
+					Containers: []corev1.Container{{
+						Name:      "probe",
+						Resources: corev1.ResourceRequirements{Requests: requests},
+					}},
+					RestartPolicy: corev1.RestartPolicyNever,
+				}},
+			}},
+		},
+	}
+}
+
+func nodeSelectorFor(c *cluster, flavor kueue.ResourceFlavorReference) map[string]string {
+	for _, rf := range c.flavors {
+		if rf.Name == string(flavor) && len(rf.Spec.NodeLabels) > 0 {
+			return maps.Clone(rf.Spec.NodeLabels)
+		}
+	}
+	return nil
+}
+
+// quantity turns Kueue's int64 amount back into a Quantity (cpu in millicores).
+func quantity(name corev1.ResourceName, v int64) resource.Quantity {
+	if name == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(v, resource.DecimalSI)
+	}
+	return *resource.NewQuantity(v, resource.DecimalSI)
+}
+
+func quantityString(name corev1.ResourceName, v int64) string {
+	q := quantity(name, v)
+	return q.String()
+}
+
+func mustGet(env *kueueEnv, wl *kueue.Workload) *kueue.Workload {
+	got, err := env.get(wl.Name, wl.Namespace)
+	if err != nil {
+		panic(fmt.Sprintf("workload %s vanished: %v", wl.Name, err))
+	}
+	return got
+}
