@@ -14,7 +14,7 @@ ORACLE_DIR=$EVAL_ADMISSION_CACHE/kueue-$KUEUE_VERSION
 ORACLE_BIN=$ORACLE_DIR/bin/oracle
 
 build_stamp() {
-	cat "$KUEUE_MOD_DIR/go.mod" "$KUEUE_MOD_DIR/go.sum" "$KUEUE_MOD_DIR"/oracle/*.go "$KUEUE_MOD_DIR"/oracle/_kueue-scheduler/*.go |
+	cat "${BASH_SOURCE[0]}" "$KUEUE_MOD_DIR/go.mod" "$KUEUE_MOD_DIR/go.sum" "$KUEUE_MOD_DIR"/oracle/*.go "$KUEUE_MOD_DIR"/oracle/_kueue-scheduler/*.go |
 		sha256sum | cut -d' ' -f1
 }
 
@@ -43,8 +43,13 @@ log "building the Kueue $KUEUE_VERSION scheduler oracle"
 env -C "$KUEUE_MOD_DIR" CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" \
 	go build -modfile "$modfile" -trimpath -o "$ORACLE_BIN.tmp" ./oracle
 mv "$ORACLE_BIN.tmp" "$ORACLE_BIN"
-# The release's Kueue Configuration: what the oracle assumes without a kueue-manager-config.
-cp "$src_copy/config/components/manager/controller_manager_config.yaml" "$ORACLE_DIR/default-config.yaml"
+# Beside the binary, what it reads at run time: the release's Kueue
+# Configuration (assumed without a kueue-manager-config) and the CRDs whose
+# schema defaults the API server would apply to each object.
+cp "$src_copy/config/components/manager/controller_manager_config.yaml" "$ORACLE_DIR/bin/oracle-default-config.yaml"
+jobset_src=$(env -C "$KUEUE_MOD_DIR" GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)
+rm -rf "$ORACLE_DIR/bin/oracle-crds" && mkdir -p "$ORACLE_DIR/bin/oracle-crds"
+cp "$src_copy"/config/components/crd/bases/*.yaml "$jobset_src"/config/components/crd/bases/*.yaml "$ORACLE_DIR/bin/oracle-crds/"
 build_stamp >"$ORACLE_BIN.stamp"
 log "built in $((SECONDS - start))s: $ORACLE_BIN"
 echo "$ORACLE_BIN"

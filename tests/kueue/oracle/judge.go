@@ -108,6 +108,10 @@ func judge(sc *scenario) (verdict, error) {
 }
 
 func decodeJob(raw []byte) (jobframework.GenericJob, error) {
+	raw, err := crdDefaults.apply(raw)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
 	obj, _, err := decoder.Decode(raw, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
@@ -119,11 +123,7 @@ func decodeJob(raw []byte) (jobframework.GenericJob, error) {
 		job = (*jobjob.Job)(o)
 	case *jobsetapi.JobSet:
 		for i := range o.Spec.ReplicatedJobs {
-			rj := &o.Spec.ReplicatedJobs[i]
-			if rj.Replicas == 0 {
-				rj.Replicas = 1 // the JobSet CRD's schema default
-			}
-			defaultJobSpec(&rj.Template.Spec)
+			defaultJobSpec(&o.Spec.ReplicatedJobs[i].Template.Spec)
 		}
 		job = (*jobjobset.JobSet)(o)
 	default:

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 )
@@ -52,11 +53,29 @@ type verdict struct {
 	Error          string `json:"error,omitempty"`
 }
 
-var defaultConfig = flag.String("default-config", "",
-	"Kueue Configuration assumed when a scenario has no kueue-manager-config ConfigMap")
+var (
+	defaultConfig = flag.String("default-config", beside("oracle-default-config.yaml"),
+		"Kueue Configuration assumed when a scenario has no kueue-manager-config ConfigMap")
+	crdDir = flag.String("crds", beside("oracle-crds"), "CRDs whose schema defaults are applied to each object")
+	crdDefaults schemaDefaults
+)
+
+// beside names a file next to the oracle binary, where hack/build-oracle.sh puts it.
+func beside(name string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		return name
+	}
+	return filepath.Join(filepath.Dir(exe), name)
+}
 
 func main() {
 	flag.Parse()
+	var err error
+	if crdDefaults, err = loadCRDDefaults(*crdDir); err != nil {
+		fmt.Fprintln(os.Stderr, "oracle:", err)
+		os.Exit(2)
+	}
 	if path := os.Getenv("ORACLE_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
 		if err == nil && pprof.StartCPUProfile(f) == nil {

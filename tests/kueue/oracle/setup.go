@@ -92,6 +92,10 @@ func decodeCluster(raw []json.RawMessage) (*cluster, error) {
 	c := &cluster{}
 	var configText string
 	for i, doc := range raw {
+		doc, err := crdDefaults.apply(doc)
+		if err != nil {
+			return nil, fmt.Errorf("object %d: %w", i+1, err)
+		}
 		obj, _, err := decoder.Decode(doc, nil, nil)
 		if err != nil {
 			// Kinds the oracle does not know (CRDs, ...) do not affect Kueue's scheduler.
