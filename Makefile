@@ -6,7 +6,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: build run certs test test-local unit e2e bench bench-smoke bench-venv cluster cluster-down tools review fmt lint lint-dockerfile
+.PHONY: build run certs test test-local unit e2e bench bench-smoke bench-venv cluster cluster-down tools review fmt lint lint-dockerfile fidelity oracle
 
 build:
 	$(CARGO) build --release --locked
@@ -25,7 +25,9 @@ certs:
 # against a control plane it starts and stops itself.
 test: test-local lint-dockerfile bench-smoke e2e e2e-kueue
 
-# Everything that needs no control plane: rules, review CLI, HTTPS server.
+# Everything that needs no control plane: rules, review CLI, HTTPS server, and
+# the differential test against Kueue's scheduler (tests/fidelity: a fixed seed
+# of 2,000 set-ups; it builds the oracle with Go through hack/build-oracle.sh).
 test-local:
 	$(CARGO) test --locked --lib --bins --tests
 
@@ -41,6 +43,23 @@ review: build
 
 fmt:
 	$(CARGO) fmt --all
+
+# ---- Kueue's own scheduler as the judge (tests/fidelity, docs/kueue-model.md) ----
+N ?= 100000
+SEED ?= 1
+FIDELITY_OUT ?= $(CURDIR)/fidelity-out
+
+# The oracle: Kueue v0.19.2's scheduler in-process (tests/kueue/oracle), cached.
+oracle:
+	./hack/build-oracle.sh
+
+# N generated set-ups (default 100,000) judged by Kueue's scheduler: prints the
+# agreement table, writes it to $(FIDELITY_OUT)/table.md and the first three
+# disagreements of each cause as ready-to-run review cases under $(FIDELITY_OUT)/cases.
+fidelity: oracle
+	rm -rf $(FIDELITY_OUT) && mkdir -p $(FIDELITY_OUT)
+	FIDELITY_N=$(N) FIDELITY_SEED=$(SEED) FIDELITY_SAVE=$(FIDELITY_OUT)/cases FIDELITY_REPORT=$(FIDELITY_OUT)/table.md \
+	  $(CARGO) test --release --locked --test fidelity differential_fixed_seed -- --nocapture
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -56,6 +56,8 @@ pub struct ClusterState {
     cohorts: HashMap<String, Cohort>,
     workload_priority_classes: BTreeMap<String, i32>,
     priority_classes: BTreeMap<String, PriorityClass>,
+    /// Kueue's Configuration (the ConfigMap's YAML), when the state has it.
+    pub kueue_configuration: Option<String>,
 }
 
 impl ClusterState {
@@ -90,6 +92,7 @@ impl ClusterState {
                     self.kueue_installed = true;
                 }
             }
+            ClusterObject::KueueConfiguration { text } => self.kueue_configuration = Some(text),
         }
     }
 

@@ -120,7 +120,16 @@ pub enum ClusterObject {
     Crd {
         name: String,
     },
+    /// Kueue's Configuration, as its ConfigMap holds it (the YAML text, unparsed).
+    KueueConfiguration {
+        text: String,
+    },
 }
+
+/// Where Kueue keeps its Configuration in a standard install.
+pub const KUEUE_CONFIG_NAMESPACE: &str = "kueue-system";
+pub const KUEUE_CONFIG_MAP: &str = "kueue-manager-config";
+pub const KUEUE_CONFIG_KEY: &str = "controller_manager_config.yaml";
 
 // --- wire shapes (serde), private: the rest of the crate sees the pruned types above ---
 
@@ -198,6 +207,14 @@ struct WireObject<S> {
     metadata: WireMeta,
     #[serde(default)]
     spec: Option<S>,
+}
+
+#[derive(Deserialize)]
+struct WireConfigMap {
+    #[serde(default)]
+    metadata: WireMeta,
+    #[serde(default)]
+    data: Option<std::collections::BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize)]
@@ -292,6 +309,22 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
                 global_default: wire.global_default.unwrap_or(false),
             };
             ClusterObject::PriorityClass { name, class }
+        }
+        ("", "ConfigMap") => {
+            let wire: WireConfigMap = serde_json::from_value(object).map_err(bad)?;
+            let (name, namespace) =
+                (wire.metadata.name.unwrap_or_default(), wire.metadata.namespace.unwrap_or_default());
+            if (namespace.as_str(), name.as_str()) != (KUEUE_CONFIG_NAMESPACE, KUEUE_CONFIG_MAP) {
+                return Err(DecodeError(format!(
+                    "ConfigMap {namespace}/{name}: the only ConfigMap read is Kueue's, \
+                     {KUEUE_CONFIG_NAMESPACE}/{KUEUE_CONFIG_MAP}"
+                )));
+            }
+            let text = wire
+                .data
+                .and_then(|mut data| data.remove(KUEUE_CONFIG_KEY))
+                .ok_or_else(|| DecodeError(format!("ConfigMap {namespace}/{name} has no data.{KUEUE_CONFIG_KEY}")))?;
+            ClusterObject::KueueConfiguration { text }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             let wire: WireObject<Value> = serde_json::from_value(object).map_err(bad)?;

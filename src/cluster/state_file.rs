@@ -83,8 +83,8 @@ fn decode_document(object: Value) -> Result<Option<ClusterObject>, String> {
             Err(format!("{kind} is a workload, not cluster state: pass it as the REQUEST argument"))
         }
         None => Err(format!(
-            "unsupported kind {api_version} {kind}: the state file holds Namespaces, LocalQueues, ClusterQueues, \
-             Cohorts, WorkloadPriorityClasses, PriorityClasses and CustomResourceDefinitions"
+            "unsupported kind {api_version} {kind}: the state file holds Namespaces, Kueue objects, PriorityClasses, \
+             CustomResourceDefinitions and Kueue's ConfigMap"
         )),
     }
 }

@@ -88,7 +88,7 @@ func judge(sc *scenario) (verdict, error) {
 	if err != nil {
 		return verdict{Stage: "no-workload", Reason: err.Error()}, nil
 	}
-	admitted, reason, err := admitAlone(env, wl)
+	admitted, reason, err := admitAlone(c, env, wl)
 	if err != nil {
 		return verdict{}, err
 	}
@@ -171,7 +171,7 @@ func buildWorkload(ctx context.Context, cl client.Client, job jobframework.Gener
 // admitAlone submits the Workload into the otherwise idle set-up and runs the
 // scheduler. Not admitted: Kueue's reason, from the Workload's QuotaReserved
 // condition, the missing queue, or the ClusterQueue's readiness.
-func admitAlone(env *kueueEnv, wl *kueue.Workload) (*kueue.Workload, string, error) {
+func admitAlone(c *cluster, env *kueueEnv, wl *kueue.Workload) (*kueue.Workload, string, error) {
 	if err := env.submit(wl.DeepCopy()); err != nil {
 		return nil, "", err
 	}
@@ -188,9 +188,14 @@ func admitAlone(env *kueueEnv, wl *kueue.Workload) (*kueue.Workload, string, err
 	if !env.queues.QueueForWorkloadExists(got) {
 		return nil, fmt.Sprintf("LocalQueue %s doesn't exist", got.Spec.QueueName), nil
 	}
-	if cq, ok := env.queues.ClusterQueueForWorkload(got); ok {
-		if status, why, msg := env.cache.ClusterQueueReadiness(cq); status != metav1.ConditionTrue {
-			return nil, fmt.Sprintf("ClusterQueue %s is inactive: %s: %s", cq, why, msg), nil
+	for _, lq := range c.localQueues {
+		if lq.Namespace == got.Namespace && lq.Name == string(got.Spec.QueueName) {
+			if lq.Spec.StopPolicy != nil && *lq.Spec.StopPolicy != kueue.None {
+				return nil, fmt.Sprintf("LocalQueue %s is stopped (stopPolicy %s)", lq.Name, *lq.Spec.StopPolicy), nil
+			}
+			if status, why, msg := env.cache.ClusterQueueReadiness(lq.Spec.ClusterQueue); status != metav1.ConditionTrue {
+				return nil, fmt.Sprintf("ClusterQueue %s is inactive: %s: %s", lq.Spec.ClusterQueue, why, msg), nil
+			}
 		}
 	}
 	for _, cond := range got.Status.Conditions {

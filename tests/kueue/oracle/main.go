@@ -56,7 +56,7 @@ type verdict struct {
 var (
 	defaultConfig = flag.String("default-config", beside("oracle-default-config.yaml"),
 		"Kueue Configuration assumed when a scenario has no kueue-manager-config ConfigMap")
-	crdDir = flag.String("crds", beside("oracle-crds"), "CRDs whose schema defaults are applied to each object")
+	crdDir      = flag.String("crds", beside("oracle-crds"), "CRDs whose schema defaults are applied to each object")
 	crdDefaults schemaDefaults
 )
 

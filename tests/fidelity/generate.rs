@@ -1,0 +1,465 @@
+//! Seeded set-ups for the differential test: what a platform team could
+//! plausibly have in a cluster, and an evaluation submitted into it.
+//!
+//! Each scenario is drawn from its own RNG stream (seed, index), so any one of
+//! them can be regenerated alone. The objects are valid as Kueue's CRDs
+//! validate them (limits only with a cohort, lendingLimit <= nominalQuota, the
+//! same resources in every flavor of a group), since the API server would
+//! refuse anything else. Nothing here knows what Kueue will decide.
+
+use serde_json::{Map, Value, json};
+
+/// SplitMix64: small, fast, and the same sequence on every platform and version.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn for_scenario(seed: u64, index: u64) -> Self {
+        let mut rng = Rng(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        rng.next();
+        rng
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// 0..n
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+
+    /// Picks by weight: `[(weight, item)]`.
+    pub fn weighted<'a, T>(&mut self, items: &'a [(u64, T)]) -> &'a T {
+        let total: u64 = items.iter().map(|(w, _)| w).sum();
+        let mut roll = self.below(total);
+        for (weight, item) in items {
+            if roll < *weight {
+                return item;
+            }
+            roll -= weight;
+        }
+        &items[items.len() - 1].1
+    }
+}
+
+pub struct Scenario {
+    pub id: String,
+    pub objects: Vec<Value>,
+    pub workload: Value,
+}
+
+const EVAL_NAMESPACE: &str = "team-a";
+const FLAVORS: [&str; 3] = ["default-flavor", "a100", "h100"];
+const GPU: &str = "nvidia.com/gpu";
+
+pub fn scenario(seed: u64, index: u64) -> Scenario {
+    let mut rng = Rng::for_scenario(seed, index);
+    let mut objects = Vec::new();
+
+    // Namespaces, with the label the API server always sets.
+    let team_a_default_queue = rng.chance(25);
+    let namespaces = [("team-a", "a"), ("team-b", "b"), ("research", "r")];
+    for (name, team) in namespaces {
+        let mut labels = json!({"kubernetes.io/metadata.name": name, "team": team});
+        if rng.chance(70) {
+            labels["kueue-managed"] = json!("true");
+        }
+        objects.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}));
+    }
+
+    // ResourceFlavors.
+    let flavor_count = 1 + rng.below(3) as usize;
+    let flavors: Vec<&str> = FLAVORS[..flavor_count].to_vec();
+    for flavor in &flavors {
+        if rng.chance(4) {
+            continue; // referenced but never created: the ClusterQueue is inactive
+        }
+        // Node labels on every flavor, under one key, as a cluster with node
+        // pools has them: the judge's probes pin a flavor through them (a
+        // nodeSelector excludes a flavor only where their keys meet).
+        let spec = json!({"nodeLabels": {"node-pool": flavor}});
+        objects.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": flavor}, "spec": spec}));
+    }
+
+    // A cohort tree of up to three levels; Cohort objects only where they say
+    // something (a parent or quota), as an administrator would write them.
+    let cohorts = cohort_tree(&mut rng, &flavors, &mut objects);
+
+    // AdmissionChecks: one Active, one not.
+    objects.push(admission_check("ac-ready", true));
+    objects.push(admission_check("ac-inactive", false));
+
+    // ClusterQueues.
+    let cq_count = 1 + rng.below(6) as usize;
+    let mut cluster_queues = Vec::new();
+    for i in 0..cq_count {
+        let name = format!("cq-{i}");
+        objects.push(cluster_queue(&mut rng, &name, &flavors, &cohorts));
+        cluster_queues.push(name);
+    }
+
+    // LocalQueues: most ClusterQueues get one in the evaluation's namespace,
+    // others in the other namespaces (where probes and other teams submit).
+    let mut eval_queues = Vec::new();
+    for cq in &cluster_queues {
+        if rng.chance(80) {
+            let name = format!("lq-{cq}");
+            let mut spec = json!({"clusterQueue": cq});
+            if rng.chance(5) {
+                spec["stopPolicy"] = json!(rng.pick(&["Hold", "HoldAndDrain"]));
+            }
+            objects.push(local_queue(EVAL_NAMESPACE, &name, spec));
+            eval_queues.push(name);
+        }
+        for ns in ["team-b", "research"] {
+            if rng.chance(30) {
+                objects.push(local_queue(ns, &format!("lq-{cq}"), json!({"clusterQueue": cq})));
+            }
+        }
+    }
+    if rng.chance(5) {
+        // A LocalQueue whose ClusterQueue does not exist.
+        objects.push(local_queue(EVAL_NAMESPACE, "orphan", json!({"clusterQueue": "cq-missing"})));
+        eval_queues.push("orphan".into());
+    }
+
+    // Priority classes: WorkloadPriorityClasses, PriorityClasses, and the two
+    // system ones every real cluster has (when the state was exported whole).
+    let mut workload_classes = Vec::new();
+    for (name, value) in [("wpc-low", 100), ("wpc-mid", 500), ("wpc-high", 1000)] {
+        if rng.chance(50) {
+            objects.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                "metadata": {"name": name}, "value": value}));
+            workload_classes.push(name);
+        }
+    }
+    let mut pod_classes = Vec::new();
+    for (name, value) in [("pc-low", 50), ("pc-mid", 200), ("pc-high", 1000)] {
+        if rng.chance(45) {
+            let mut pc = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": name}, "value": value});
+            if name == "pc-low" && rng.chance(30) {
+                pc["globalDefault"] = json!(true);
+            }
+            objects.push(pc);
+            pod_classes.push(name);
+        }
+    }
+    if rng.chance(50) {
+        for (name, value) in [("system-cluster-critical", 2_000_000_000), ("system-node-critical", 2_000_001_000)] {
+            objects.push(json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": name}, "value": value}));
+        }
+    }
+
+    // Kueue's Configuration, where Kueue keeps it (or absent: the release's).
+    if rng.chance(40) {
+        objects.push(kueue_config(&mut rng));
+    }
+
+    // The evaluation.
+    let queue = if team_a_default_queue { None } else { queue_label(&mut rng, &eval_queues) };
+    if team_a_default_queue {
+        let annotation = queue_label(&mut rng, &eval_queues).unwrap_or_else(|| "lq-cq-0".into());
+        let ns = objects.iter_mut().find(|o| o["kind"] == "Namespace" && o["metadata"]["name"] == EVAL_NAMESPACE);
+        if let Some(ns) = ns {
+            ns["metadata"]["annotations"] = json!({"kueue.x-k8s.io/default-queue-name": annotation});
+        }
+    }
+    let workload_class = if rng.chance(45) {
+        Some(if rng.chance(10) || workload_classes.is_empty() { "wpc-missing" } else { *rng.pick(&workload_classes) })
+    } else {
+        None
+    };
+    let workload = if rng.chance(55) {
+        evalhub_job(&mut rng, index, queue.as_deref(), workload_class, &pod_classes)
+    } else {
+        aiperf_jobset(&mut rng, index, queue.as_deref(), workload_class, &pod_classes)
+    };
+
+    Scenario { id: format!("s{seed}-{index}"), objects, workload }
+}
+
+fn queue_label(rng: &mut Rng, eval_queues: &[String]) -> Option<String> {
+    if eval_queues.is_empty() || rng.chance(8) {
+        return Some("lq-missing".into());
+    }
+    Some(rng.pick(eval_queues).clone())
+}
+
+struct Cohorts {
+    /// Names a ClusterQueue may join (leaves and inner cohorts alike).
+    names: Vec<String>,
+}
+
+fn cohort_tree(rng: &mut Rng, flavors: &[&str], objects: &mut Vec<Value>) -> Cohorts {
+    let depth = rng.below(4); // 0: no cohorts
+    let mut names = Vec::new();
+    if depth == 0 {
+        return Cohorts { names };
+    }
+    let mut parent: Option<String> = None;
+    for level in 0..depth {
+        let name = if level == 0 { "root".to_string() } else { format!("level-{level}") };
+        let mut spec = Map::new();
+        if let Some(parent) = &parent {
+            spec.insert("parentName".into(), json!(parent));
+        }
+        if rng.chance(30) {
+            // A Cohort's own quota: lends to its subtree, or caps what it borrows.
+            let mut resource = json!({"name": "cpu", "nominalQuota": rng.below(5)});
+            if rng.chance(50) {
+                resource["borrowingLimit"] = json!(rng.below(3));
+            }
+            if rng.chance(30) {
+                resource["lendingLimit"] = json!(0);
+            }
+            spec.insert(
+                "resourceGroups".into(),
+                json!([{"coveredResources": ["cpu"], "flavors": [{"name": flavors[0], "resources": [resource]}]}]),
+            );
+        }
+        if !spec.is_empty() || rng.chance(50) {
+            objects.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                "metadata": {"name": name}, "spec": Value::Object(spec)}));
+        }
+        names.push(name.clone());
+        // A sibling leaf under the same parent, sometimes.
+        if level > 0 && rng.chance(30) {
+            let sibling = format!("{name}-b");
+            objects.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                "metadata": {"name": sibling}, "spec": {"parentName": parent}}));
+            names.push(sibling);
+        }
+        parent = Some(name);
+    }
+    Cohorts { names }
+}
+
+fn cluster_queue(rng: &mut Rng, name: &str, flavors: &[&str], cohorts: &Cohorts) -> Value {
+    let mut spec = Map::new();
+    let cohort = (!cohorts.names.is_empty() && rng.chance(70)).then(|| rng.pick(&cohorts.names).clone());
+    if let Some(cohort) = &cohort {
+        spec.insert("cohortName".into(), json!(cohort));
+    }
+    let selectors = [
+        (12, None),
+        (50, Some(json!({}))),
+        (20, Some(json!({"matchLabels": {"team": "a"}}))),
+        (10, Some(json!({"matchLabels": {"team": "b"}}))),
+        (8, Some(json!({"matchExpressions": [{"key": "team", "operator": "In", "values": ["a", "r"]}]}))),
+    ];
+    let selector = rng.weighted(&selectors);
+    if let Some(selector) = selector {
+        spec.insert("namespaceSelector".into(), selector.clone());
+    }
+    if rng.chance(6) {
+        spec.insert("stopPolicy".into(), json!(rng.pick(&["Hold", "HoldAndDrain"])));
+    }
+    if rng.chance(10) {
+        let check = rng.pick(&["ac-ready", "ac-inactive", "ac-missing"]);
+        spec.insert("admissionChecksStrategy".into(), json!({"admissionChecks": [{"name": check}]}));
+    }
+    let mut preemption = Map::new();
+    if rng.chance(60) {
+        preemption.insert(
+            "withinClusterQueue".into(),
+            json!(rng.pick(&["Never", "LowerPriority", "LowerOrNewerEqualPriority"])),
+        );
+    }
+    if rng.chance(50) {
+        preemption.insert("reclaimWithinCohort".into(), json!(rng.pick(&["Never", "LowerPriority", "Any"])));
+    }
+    if rng.chance(25) {
+        let borrow = if rng.chance(70) {
+            json!({"policy": "LowerPriority", "maxPriorityThreshold": rng.pick(&[0, 100, 200, 500, 1000])})
+        } else {
+            json!({"policy": "Never"})
+        };
+        preemption.insert("borrowWithinCohort".into(), borrow);
+    }
+    if !preemption.is_empty() {
+        spec.insert("preemption".into(), Value::Object(preemption));
+    }
+
+    // Resource groups: cpu and memory on one flavor or two; GPUs on the GPU
+    // flavors when there are any.
+    let mut groups = Vec::new();
+    let has_cohort = cohort.is_some();
+    let cpu_flavors: Vec<&str> =
+        if flavors.len() > 1 && rng.chance(30) { flavors[..2].to_vec() } else { vec![flavors[0]] };
+    groups.push(json!({
+        "coveredResources": ["cpu", "memory"],
+        "flavors": cpu_flavors.iter().map(|f| json!({"name": f, "resources": [
+            quota(rng, "cpu", 16, has_cohort),
+            quota(rng, "memory", 64, has_cohort),
+        ]})).collect::<Vec<_>>(),
+    }));
+    let gpu_flavors: Vec<&str> = flavors.iter().copied().filter(|f| *f != "default-flavor").collect();
+    if !gpu_flavors.is_empty() && rng.chance(60) && !cpu_flavors.iter().any(|f| gpu_flavors.contains(f)) {
+        let chosen: Vec<&str> =
+            if gpu_flavors.len() > 1 && rng.chance(50) { gpu_flavors.clone() } else { vec![*rng.pick(&gpu_flavors)] };
+        groups.push(json!({
+            "coveredResources": [GPU],
+            "flavors": chosen.iter().map(|f| json!({"name": f, "resources": [quota(rng, GPU, 8, has_cohort)]}))
+                .collect::<Vec<_>>(),
+        }));
+    }
+    spec.insert("resourceGroups".into(), json!(groups));
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
+        "spec": Value::Object(spec)})
+}
+
+/// One resource's quota; memory in Gi. Limits only with a cohort (Kueue's CRD rule).
+fn quota(rng: &mut Rng, resource: &str, max: u64, has_cohort: bool) -> Value {
+    // Mostly enough for one evaluation; sometimes too little, sometimes none.
+    let (small, large) = (rng_range(rng, 1, max / 2), rng_range(rng, max / 2, max));
+    let nominal = *rng.weighted(&[(10, 0), (25, small), (65, large)]);
+    let amount = |v: u64| if resource == "memory" { json!(format!("{v}Gi")) } else { json!(v) };
+    let mut q = json!({"name": resource, "nominalQuota": amount(nominal)});
+    if has_cohort && rng.chance(30) {
+        q["borrowingLimit"] = amount(rng.below(max / 2 + 1));
+    }
+    if has_cohort && rng.chance(25) {
+        q["lendingLimit"] = amount(rng.below(nominal + 1));
+    }
+    q
+}
+
+fn rng_range(rng: &mut Rng, low: u64, high: u64) -> u64 {
+    low + rng.below(high.saturating_sub(low) + 1)
+}
+
+fn local_queue(namespace: &str, name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace}, "spec": spec})
+}
+
+fn admission_check(name: &str, active: bool) -> Value {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": name},
+        "spec": {"controllerName": "example.com/check"},
+        "status": {"conditions": [{"type": "Active", "status": if active { "True" } else { "False" },
+            "reason": "Generated", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+}
+
+fn kueue_config(rng: &mut Rng) -> Value {
+    let mut config = String::from("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n");
+    config.push_str("integrations:\n  frameworks:\n  - batch/job\n");
+    if rng.chance(85) {
+        config.push_str("  - jobset.x-k8s.io/jobset\n");
+    }
+    if rng.chance(40) {
+        config.push_str("managedJobsNamespaceSelector:\n  matchLabels:\n    kueue-managed: \"true\"\n");
+    }
+    if rng.chance(30) {
+        config.push_str("waitForPodsReady:\n  timeout: 5m\n");
+    }
+    if rng.chance(20) {
+        config.push_str("fairSharing:\n  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n");
+    }
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
+        "data": {"controller_manager_config.yaml": config}})
+}
+
+/// Container requests: small, so that they fit some quotas and not others.
+fn requests(rng: &mut Rng, gpu: bool) -> Value {
+    let mut r = json!({"cpu": format!("{}", 1 + rng.below(3)), "memory": format!("{}Gi", 1 + rng.below(8))});
+    if gpu {
+        r[GPU] = json!(format!("{}", 1 + rng.below(2)));
+    }
+    r
+}
+
+fn pod_class(rng: &mut Rng, pod_classes: &[&str], workload_class: Option<&str>) -> Option<String> {
+    if let Some(class) = workload_class
+        && rng.chance(30)
+    {
+        // EvalHub's hardware profiles name the same class in both places.
+        return Some(class.to_string());
+    }
+    if rng.chance(35) {
+        return Some(if pod_classes.is_empty() || rng.chance(15) {
+            "pc-missing".to_string()
+        } else {
+            rng.pick(pod_classes).to_string()
+        });
+    }
+    None
+}
+
+fn kueue_labels(queue: Option<&str>, workload_class: Option<&str>, labels: &mut Value) {
+    if let Some(queue) = queue {
+        labels["kueue.x-k8s.io/queue-name"] = json!(queue);
+    }
+    if let Some(class) = workload_class {
+        labels["kueue.x-k8s.io/priority-class"] = json!(class);
+    }
+}
+
+fn pod_spec(rng: &mut Rng, class: Option<String>, gpu: bool) -> Value {
+    let mut spec = json!({"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox",
+        "resources": {"requests": requests(rng, gpu)}}]});
+    if let Some(class) = class {
+        spec["priorityClassName"] = json!(class);
+    }
+    spec
+}
+
+fn evalhub_job(
+    rng: &mut Rng,
+    index: u64,
+    queue: Option<&str>,
+    workload_class: Option<&str>,
+    pod_classes: &[&str],
+) -> Value {
+    let mut labels = json!({"app": "evalhub", "component": "evaluation-job", "job_id": format!("job-{index}"),
+        "provider_id": "lm_evaluation_harness", "benchmark_id": "mmlu", "benchmark_index": "0"});
+    kueue_labels(queue, workload_class, &mut labels);
+    let class = pod_class(rng, pod_classes, workload_class);
+    let gpu = rng.chance(40);
+    let parallelism = 1 + rng.below(2);
+    json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": format!("evalhub-{index}"), "namespace": EVAL_NAMESPACE, "labels": labels.clone()},
+        "spec": {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 0,
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec(rng, class, gpu)}}})
+}
+
+fn aiperf_jobset(
+    rng: &mut Rng,
+    index: u64,
+    queue: Option<&str>,
+    workload_class: Option<&str>,
+    pod_classes: &[&str],
+) -> Value {
+    let mut labels = json!({"app": "aiperf", "aiperf.nvidia.com/job-id": format!("job-{index}")});
+    kueue_labels(queue, workload_class, &mut labels);
+    let mut replicated = Vec::new();
+    for (i, name) in ["controller", "workers", "extra"].iter().enumerate().take(1 + rng.below(3) as usize) {
+        let class = if i == 0 && rng.chance(50) { None } else { pod_class(rng, pod_classes, workload_class) };
+        let gpu = *name != "controller" && rng.chance(50);
+        replicated.push(json!({"name": name, "replicas": 1 + rng.below(2),
+            "template": {"spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
+                "template": {"spec": pod_spec(rng, class, gpu)}}}}));
+    }
+    let mut spec = json!({"replicatedJobs": replicated});
+    if queue.is_some() {
+        spec["suspend"] = json!(true);
+    }
+    json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": format!("aiperf-{index}"), "namespace": EVAL_NAMESPACE, "labels": labels},
+        "spec": spec})
+}

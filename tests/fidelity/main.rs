@@ -1,0 +1,392 @@
+//! Kueue's own scheduler as the judge of eval-admission's verdicts.
+//!
+//! For each generated set-up, eval-admission's verdict (the decision code
+//! `review` runs) is compared with what Kueue v0.19.2 does with the workload
+//! that eval-admission lets through (tests/kueue/oracle). The two promises:
+//! - admissible: a queued evaluation eval-admission allows is one Kueue admits;
+//! - not exposed: once admitted, no workload another user could submit makes
+//!   Kueue preempt it (eval-admission denies evaluations that are exposed).
+//!
+//! `differential_fixed_seed` runs in `make test` (FIDELITY_N set-ups, default
+//! 2,000, seed 1) and fails when a disagreement count rises above the recorded
+//! baseline (tests/fidelity/baseline.json) or the judge errs; `make fidelity
+//! N=...` runs as many as asked and prints the table. `replayed_cases` replays
+//! the saved disagreements in tests/fidelity/cases/.
+
+mod generate;
+mod oracle;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use eval_admission::admission;
+use eval_admission::cli;
+use eval_admission::cluster::state_file;
+use eval_admission::config::Config;
+use eval_admission::workload::{QUEUE_NAME_LABEL, WorkloadKind};
+use oracle::{KueueVerdict, Oracle};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What eval-admission claims about a workload.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+struct EvalVerdict {
+    allowed: bool,
+    /// The reason label (audit annotation) of the deciding webhook.
+    reason: String,
+    /// The denial message, when denied.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    message: String,
+    /// The object that reaches Kueue: mutated when the mutating webhook allowed it.
+    #[serde(skip)]
+    object: Value,
+    /// The object as allowed carries a queue label (Kueue manages it).
+    queued: bool,
+}
+
+/// Denials that claim Kueue would never admit the workload.
+const INADMISSIBLE_REASONS: [&str; 5] = [
+    "invalid-default-queue",
+    "kueue-not-installed",
+    "missing-local-queue",
+    "missing-workload-priority-class",
+    "missing-priority-class",
+];
+const PREEMPTIBLE_REASON: &str = "preemptible";
+
+/// One row of the agreement table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Category {
+    /// Allowed (or denied only as preemptible), and Kueue admits it.
+    AdmissibleAgree,
+    /// Denied as one Kueue would never admit, and it never does.
+    InadmissibleAgree,
+    /// Allowed and queued, but Kueue never admits it: a silent forever-wait.
+    AdmissibleMiss,
+    /// Denied as never admissible, but Kueue would admit it.
+    AdmissibleFalseDenial,
+    /// Allowed, and no probe makes Kueue preempt it.
+    SafeAgree,
+    /// Denied as preemptible, and a probe makes Kueue preempt it.
+    ExposedAgree,
+    /// Allowed, but a probe makes Kueue preempt it: restarts from zero.
+    ExposedMiss,
+    /// Denied as preemptible, but no probe makes Kueue preempt it (conservative).
+    ExposedFalseDenial,
+    /// Allowed without a queue (eval-admission warns: it bypasses Kueue); not judged.
+    NotQueued,
+}
+
+impl Category {
+    fn is_disagreement(self) -> bool {
+        matches!(
+            self,
+            Self::AdmissibleMiss | Self::AdmissibleFalseDenial | Self::ExposedMiss | Self::ExposedFalseDenial
+        )
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::AdmissibleAgree => "admissible: agree (admitted)",
+            Self::InadmissibleAgree => "admissible: agree (never admitted, denied)",
+            Self::AdmissibleMiss => "admissible: MISS (allowed, never admitted)",
+            Self::AdmissibleFalseDenial => "admissible: FALSE DENIAL (denied, Kueue admits)",
+            Self::SafeAgree => "exposed: agree (allowed, never preempted)",
+            Self::ExposedAgree => "exposed: agree (denied, preemptible)",
+            Self::ExposedMiss => "exposed: MISS (allowed, Kueue preempts it)",
+            Self::ExposedFalseDenial => "exposed: FALSE DENIAL (denied, never preempted)",
+            Self::NotQueued => "not queued (bypass, warned): not judged",
+        }
+    }
+}
+
+fn eval_verdict(config: &Config, objects: &[Value], workload: &Value) -> EvalVerdict {
+    let cluster_file = cluster_yaml(objects);
+    let state = state_file::parse(cluster_file.as_bytes()).expect("the generated cluster file parses");
+    let kind = if workload["kind"] == "Job" { WorkloadKind::Job } else { WorkloadKind::JobSet };
+    let namespace = workload["metadata"]["namespace"].as_str().unwrap();
+    let review = admission::review_for_manifest(kind, namespace, workload);
+    let report = cli::review_value(config, &state, review).expect("review runs");
+    let deciding = if report.output["validating"].is_null() { "mutating" } else { "validating" };
+    let mut reason = report.output[deciding]["response"]["auditAnnotations"]["reason"].as_str().unwrap().to_string();
+    if report.allowed {
+        reason = report.output["mutating"]["response"]["auditAnnotations"]["reason"].as_str().unwrap().to_string();
+    }
+    let message = report.output[deciding]["response"]["status"]["message"].as_str().unwrap_or_default().to_string();
+    let object = report.output["object"].clone();
+    let queued = object["metadata"]["labels"][QUEUE_NAME_LABEL].is_string();
+    EvalVerdict { allowed: report.allowed, reason, message, object, queued }
+}
+
+fn categories(eval: &EvalVerdict, kueue: Option<&KueueVerdict>) -> Vec<Category> {
+    let preemptible = !eval.allowed && eval.reason == PREEMPTIBLE_REASON;
+    let inadmissible = !eval.allowed && INADMISSIBLE_REASONS.contains(&eval.reason.as_str());
+    let Some(kueue) = kueue else { return vec![Category::NotQueued] };
+    let claims_admissible = (eval.allowed && eval.queued) || preemptible;
+    if !claims_admissible && !inadmissible {
+        return vec![Category::NotQueued];
+    }
+    let admissibility = match (claims_admissible, kueue.admissible) {
+        (true, true) => Category::AdmissibleAgree,
+        (true, false) => Category::AdmissibleMiss,
+        (false, true) => Category::AdmissibleFalseDenial,
+        (false, false) => Category::InadmissibleAgree,
+    };
+    let mut out = vec![admissibility];
+    if claims_admissible && kueue.admissible {
+        let exposed = kueue.exposed == Some(true);
+        out.push(match (preemptible, exposed) {
+            (false, false) => Category::SafeAgree,
+            (true, true) => Category::ExposedAgree,
+            (false, true) => Category::ExposedMiss,
+            (true, false) => Category::ExposedFalseDenial,
+        });
+    }
+    out
+}
+
+/// Whether Kueue is asked at all: only about what eval-admission queues or
+/// denies as a Kueue matter. A workload let through without a queue bypasses
+/// Kueue by eval-admission's own (warned) choice.
+fn needs_judge(eval: &EvalVerdict) -> bool {
+    (eval.allowed && eval.queued)
+        || (!eval.allowed
+            && (eval.reason == PREEMPTIBLE_REASON || INADMISSIBLE_REASONS.contains(&eval.reason.as_str())))
+}
+
+fn cluster_yaml(objects: &[Value]) -> String {
+    objects.iter().map(|o| serde_json::to_string_pretty(o).unwrap()).collect::<Vec<_>>().join("\n---\n")
+}
+
+#[derive(Default, Serialize, Deserialize, PartialEq, Eq, Debug, Clone)]
+struct Table {
+    setups: u64,
+    counts: BTreeMap<Category, u64>,
+    /// Among disagreements: the Kueue reason (or eval-admission reason) that explains them, counted.
+    #[serde(default)]
+    causes: BTreeMap<String, u64>,
+}
+
+impl Table {
+    fn print(&self, title: &str) -> String {
+        let mut out = format!("{title}: {} set-ups\n\n| category | count |\n|---|---|\n", self.setups);
+        for (category, count) in &self.counts {
+            out.push_str(&format!("| {} | {count} |\n", category.label()));
+        }
+        let judged: u64 = self.counts.iter().filter(|(c, _)| **c != Category::NotQueued).map(|(_, n)| n).sum();
+        let wrong: u64 = self.counts.iter().filter(|(c, _)| c.is_disagreement()).map(|(_, n)| n).sum();
+        out.push_str(&format!("\njudged verdicts: {judged}, disagreements: {wrong}\n"));
+        if !self.causes.is_empty() {
+            out.push_str("\n| disagreement: what Kueue did | count |\n|---|---|\n");
+            let mut causes: Vec<_> = self.causes.iter().collect();
+            causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            for (cause, count) in causes.into_iter().take(25) {
+                out.push_str(&format!("| {cause} | {count} |\n"));
+            }
+        }
+        out
+    }
+}
+
+/// A short name for why Kueue disagreed, so like causes count together: the
+/// kind of reason Kueue gave (its own message, classified by its wording).
+fn cause(category: Category, eval: &EvalVerdict, kueue: &KueueVerdict) -> String {
+    let reason = kueue.reason.as_deref().unwrap_or("");
+    match category {
+        Category::AdmissibleMiss => {
+            const CLASSES: [(&str, &str); 12] = [
+                (
+                    "doesn't match ClusterQueue selector",
+                    "the ClusterQueue's namespaceSelector does not select the namespace",
+                ),
+                ("FlavorNotFound", "ClusterQueue inactive: a ResourceFlavor it names does not exist"),
+                ("AdmissionCheck", "ClusterQueue inactive: an AdmissionCheck is missing or inactive"),
+                ("Stopped", "ClusterQueue inactive: stopPolicy"),
+                ("NotFound", "the LocalQueue's ClusterQueue does not exist"),
+                ("is stopped (stopPolicy", "LocalQueue stopPolicy"),
+                ("maximum capacity", "more than the ClusterQueue could ever get (quota, cohort, limits)"),
+                ("unavailable in ClusterQueue", "a requested resource no flavor of the ClusterQueue covers"),
+                ("managedJobsNamespaceSelector", "Kueue does not manage the namespace (managedJobsNamespaceSelector)"),
+                ("integration", "the integration is not enabled in Kueue's Configuration"),
+                ("doesn't exist", "the LocalQueue does not exist"),
+                ("no queue-name", "no queue label reaches Kueue"),
+            ];
+            let class = CLASSES.iter().find(|(needle, _)| reason.contains(needle)).map(|(_, class)| *class);
+            format!("never admitted: {}", class.map_or_else(|| format!("{}: {reason}", kueue.stage), str::to_string))
+        }
+        Category::AdmissibleFalseDenial => format!("admitted, but eval-admission denied it ({})", eval.reason),
+        Category::ExposedMiss => {
+            let preemptor_priority: i64 = kueue
+                .preemptor
+                .as_deref()
+                .and_then(|p| p.strip_prefix("priority "))
+                .and_then(|p| p.split_whitespace().next())
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            let by = if preemptor_priority >= 2_000_000_000 { " by a system PriorityClass" } else { "" };
+            format!("preempted ({}){by}, but eval-admission allowed it", kueue.eviction_reason.as_deref().unwrap_or(""))
+        }
+        Category::ExposedFalseDenial => {
+            let rule =
+                if eval.message.contains("cohort tree") { "cohort reclamation" } else { "within the ClusterQueue" };
+            format!("never preempted, but eval-admission denied it as preemptible ({rule})")
+        }
+        _ => String::new(),
+    }
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// Writes one disagreement as a ready-to-run `review` case.
+fn save_case(
+    dir: &Path,
+    id: &str,
+    category: Category,
+    cause: &str,
+    scenario: &generate::Scenario,
+    eval: &EvalVerdict,
+    kueue: &KueueVerdict,
+) {
+    let case = dir.join(format!("{}-{id}", serde_json::to_value(category).unwrap().as_str().unwrap()));
+    std::fs::create_dir_all(&case).unwrap();
+    std::fs::write(case.join("cluster.yaml"), cluster_yaml(&scenario.objects) + "\n").unwrap();
+    std::fs::write(case.join("workload.yaml"), serde_json::to_string_pretty(&scenario.workload).unwrap() + "\n")
+        .unwrap();
+    let record = serde_json::json!({"id": id, "category": category, "cause": cause, "evalAdmission": eval, "kueue": kueue,
+        "run": format!("eval-admission review --cluster {0}/cluster.yaml {0}/workload.yaml", case.display())});
+    std::fs::write(case.join("case.json"), serde_json::to_string_pretty(&record).unwrap() + "\n").unwrap();
+}
+
+#[test]
+fn differential_fixed_seed() {
+    let n = env_u64("FIDELITY_N", 2000);
+    let seed = env_u64("FIDELITY_SEED", 1);
+    let jobs = env_u64("FIDELITY_JOBS", std::thread::available_parallelism().map_or(2, |p| p.get() as u64));
+    let save = std::env::var_os("FIDELITY_SAVE").map(PathBuf::from);
+    let binary = oracle::build();
+    let config = Config::load(None).unwrap();
+
+    let next = AtomicU64::new(0);
+    let table = Mutex::new(Table::default());
+    let saved: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
+    let started = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                let mut judge = Oracle::start(&binary);
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= n {
+                        break;
+                    }
+                    let scenario = generate::scenario(seed, index);
+                    let eval = eval_verdict(&config, &scenario.objects, &scenario.workload);
+                    let kueue = needs_judge(&eval).then(|| judge.judge(&scenario.id, &scenario.objects, &eval.object));
+                    let found = categories(&eval, kueue.as_ref());
+                    let mut t = table.lock().unwrap();
+                    t.setups += 1;
+                    for category in found {
+                        *t.counts.entry(category).or_default() += 1;
+                        if category.is_disagreement() {
+                            let kueue = kueue.as_ref().unwrap();
+                            let why = cause(category, &eval, kueue);
+                            *t.causes.entry(why.clone()).or_default() += 1;
+                            // Keep the first few of each cause, not thousands of the same.
+                            if let Some(dir) = &save {
+                                let mut saved = saved.lock().unwrap();
+                                let count = saved.entry(why.clone()).or_default();
+                                if *count < 3 {
+                                    *count += 1;
+                                    save_case(dir, &scenario.id, category, &why, &scenario, &eval, kueue);
+                                }
+                            }
+                        }
+                    }
+                    if index > 0 && index.is_multiple_of(5000) {
+                        eprintln!("fidelity: {index}/{n} in {:.0?}", started.elapsed());
+                    }
+                }
+            });
+        }
+    });
+    let table = table.into_inner().unwrap();
+    let report = table.print(&format!("eval-admission against Kueue v0.19.2's scheduler, seed {seed}"));
+    println!("{report}\n({:.1?})", started.elapsed());
+    if let Ok(out) = std::env::var("FIDELITY_REPORT") {
+        std::fs::write(out, &report).unwrap();
+    }
+    assert_eq!(table.setups, n);
+
+    // The ratchet: at the recorded seed and size, no disagreement may grow.
+    let baseline_path = repo("tests/fidelity/baseline.json");
+    if std::env::var_os("FIDELITY_BLESS").is_some() {
+        let record = serde_json::json!({"seed": seed, "n": n, "table": table});
+        std::fs::write(&baseline_path, serde_json::to_string_pretty(&record).unwrap() + "\n").unwrap();
+        return;
+    }
+    let baseline: Value = serde_json::from_slice(&std::fs::read(&baseline_path).unwrap()).unwrap();
+    if baseline["seed"] == seed && baseline["n"] == n {
+        let recorded: Table = serde_json::from_value(baseline["table"].clone()).unwrap();
+        let mut grew = Vec::new();
+        for (category, count) in &table.counts {
+            let before = recorded.counts.get(category).copied().unwrap_or(0);
+            if category.is_disagreement() && *count > before {
+                grew.push(format!("{}: {before} -> {count}", category.label()));
+            }
+        }
+        assert!(grew.is_empty(), "disagreements with Kueue grew against tests/fidelity/baseline.json: {grew:?}");
+    }
+}
+
+/// The saved disagreements: Kueue's answer must not change (the judge is
+/// deterministic and pinned), and eval-admission's verdict either still
+/// disagrees the recorded way or now agrees.
+#[test]
+fn replayed_cases() {
+    let dir = repo("tests/fidelity/cases");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let mut cases: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    cases.sort();
+    assert!(!cases.is_empty(), "tests/fidelity/cases has no cases");
+    let binary = oracle::build();
+    let mut judge = Oracle::start(&binary);
+    let config = Config::load(None).unwrap();
+    let (mut agree, mut still) = (0, 0);
+    for case in &cases {
+        let record: Value = serde_json::from_slice(&std::fs::read(case.join("case.json")).unwrap()).unwrap();
+        let objects = state_file::documents(&std::fs::read(case.join("cluster.yaml")).unwrap()).unwrap();
+        let workload: Value = serde_json::from_slice(&std::fs::read(case.join("workload.yaml")).unwrap()).unwrap();
+        let recorded_category: Category = serde_json::from_value(record["category"].clone()).unwrap();
+        let recorded_kueue: KueueVerdict = serde_json::from_value(record["kueue"].clone()).unwrap();
+        let eval = eval_verdict(&config, &objects, &workload);
+        let name = case.file_name().unwrap().to_string_lossy();
+        if !needs_judge(&eval) {
+            agree += 1; // eval-admission no longer queues it: nothing left to disagree on
+            continue;
+        }
+        let kueue = judge.judge(&name, &objects, &eval.object);
+        assert_eq!(
+            (kueue.admissible, kueue.exposed),
+            (recorded_kueue.admissible, recorded_kueue.exposed),
+            "{name}: Kueue's answer changed: {kueue:?}"
+        );
+        let now = categories(&eval, Some(&kueue));
+        if now.contains(&recorded_category) {
+            still += 1;
+        } else {
+            let disagreements: Vec<_> = now.iter().filter(|c| c.is_disagreement()).collect();
+            assert!(disagreements.is_empty(), "{name}: now {disagreements:?}, recorded {recorded_category:?}");
+            agree += 1;
+        }
+    }
+    println!("replayed {} cases: {agree} now agree with Kueue, {still} still disagree as recorded", cases.len());
+}
