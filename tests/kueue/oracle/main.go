@@ -29,6 +29,9 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 type scenario struct {
@@ -71,6 +74,8 @@ func beside(name string) string {
 
 func main() {
 	flag.Parse()
+	// Kueue logs through controller-runtime's logger; the verdicts are the output.
+	ctrllog.SetLogger(logr.Discard())
 	var err error
 	if crdDefaults, err = loadCRDDefaults(*crdDir); err != nil {
 		fmt.Fprintln(os.Stderr, "oracle:", err)
