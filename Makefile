@@ -146,10 +146,11 @@ cluster-kueue-down:
 	$(MAKE) cluster-down CLUSTER_DIR=$(KUEUE_CLUSTER_DIR)
 
 # A fresh control plane with Kueue, the Kueue end-to-end tests (the model-versus-Kueue
-# table lands in $(KUEUE_CLUSTER_DIR)/kueue-model.md and is printed), then everything stopped.
+# table lands in $(KUEUE_CLUSTER_DIR)/kueue-model.md, the judge-versus-Kueue table in
+# judge-vs-kueue.md, both printed), then everything stopped.
 e2e-kueue: build kueue-tools
 	-$(MAKE) cluster-kueue-down >/dev/null 2>&1
 	rm -rf $(KUEUE_CLUSTER_DIR)
 	$(MAKE) cluster-kueue
 	EVAL_ADMISSION_CLUSTER_DIR=$(KUEUE_CLUSTER_DIR) $(CARGO) test --locked --test kueue_e2e -- --ignored --test-threads 1; \
-	  status=$$?; cat $(KUEUE_CLUSTER_DIR)/kueue-model.md 2>/dev/null; $(MAKE) cluster-kueue-down; exit $$status
+	  status=$$?; cat $(KUEUE_CLUSTER_DIR)/kueue-model.md $(KUEUE_CLUSTER_DIR)/judge-vs-kueue.md 2>/dev/null; $(MAKE) cluster-kueue-down; exit $$status

@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -103,6 +104,12 @@ func decodeCluster(raw []json.RawMessage) (*cluster, error) {
 				continue
 			}
 			return nil, fmt.Errorf("object %d: %w", i+1, err)
+		}
+		// A dump of a live cluster (kubectl get -o yaml) carries resource
+		// versions; the fake client creates objects only without one.
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetResourceVersion("")
+			m.SetManagedFields(nil)
 		}
 		switch o := obj.(type) {
 		case *corev1.Namespace:
