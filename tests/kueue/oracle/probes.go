@@ -97,7 +97,7 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 
 	count := 0
 	for _, filler := range []bool{false, true} {
-		env, fillers, err := prepare(ctx, &withProbeQueues, wl, evalPriority, filler)
+		env, fillers, err := prepare(ctx, &withProbeQueues, wl, filler)
 		if err != nil {
 			return "", "", count, err
 		}
@@ -135,7 +135,7 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 									priority: pr, older: older, filler: filler, flavor: fr.Flavor, resource: fr.Resource,
 									amount: amount, pinned: pinned}
 								count++
-								reason, err := tryProbe(ctx, &withProbeQueues, wl, evalPriority, p)
+								reason, err := tryProbe(ctx, &withProbeQueues, wl, p)
 								if err != nil {
 									return "", "", count, err
 								}
@@ -276,7 +276,7 @@ func sortedFlavorResources(usage resources.FlavorResourceQuantities) []resources
 
 // prepare builds a fresh Kueue with the evaluation admitted and, if asked, a
 // top-priority filler per flavor it uses, in its own queue.
-func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, evalPriority int32, filler bool) (*kueueEnv, []*kueue.Workload, error) {
+func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, filler bool) (*kueueEnv, []*kueue.Workload, error) {
 	env, err := newEnv(ctx, c)
 	if err != nil {
 		return nil, nil, err
@@ -326,8 +326,8 @@ func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, evalPriority i
 }
 
 // tryProbe: Kueue's reason for preempting the evaluation, or "" if it did not.
-func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, evalPriority int32, p probe) (string, error) {
-	env, _, err := prepare(ctx, c, wl, evalPriority, p.filler)
+func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, p probe) (string, error) {
+	env, _, err := prepare(ctx, c, wl, p.filler)
 	if err != nil {
 		return "", err
 	}

@@ -86,7 +86,6 @@ type cluster struct {
 	admissionChecks []*kueue.AdmissionCheck
 	others          []client.Object // priority classes and anything else the client should hold
 	config          configapi.Configuration
-	configFromFile  bool
 }
 
 func decodeCluster(raw []json.RawMessage) (*cluster, error) {
@@ -117,7 +116,6 @@ func decodeCluster(raw []json.RawMessage) (*cluster, error) {
 		case *corev1.ConfigMap:
 			if o.Namespace == kueueConfigNamespace && o.Name == kueueConfigMap {
 				configText = o.Data[kueueConfigKey]
-				c.configFromFile = true
 			}
 		case *kueue.ResourceFlavor:
 			c.flavors = append(c.flavors, o)
