@@ -20,9 +20,11 @@ package main
 //     than the probe's ClusterQueue has available now (it must preempt), and all
 //     it would have if the evaluation were gone (the largest that preempting it
 //     could make fit);
-//   - load: the evaluation alone, or with a top-priority filler in its own
+//   - load: the evaluation alone; or a top-priority filler in its own
 //     ClusterQueue taking all that queue can still get (so it borrows as far as
-//     Kueue lets it: cohort reclamation needs the victim's queue over nominal).
+//     Kueue lets it: cohort reclamation needs the victim's queue over nominal);
+//     or top-priority fillers in the other ClusterQueues of its tree taking all
+//     they can (nothing left to lend: within-queue preemption needs that).
 
 import (
 	"context"
@@ -58,7 +60,7 @@ type probe struct {
 	namespace    string
 	priority     int32
 	older        bool
-	filler       bool
+	load         load
 	flavor       kueue.ResourceFlavorReference
 	resource     corev1.ResourceName
 	amount       int64
@@ -75,9 +77,7 @@ func (p probe) String() string {
 	if p.pinned {
 		fmt.Fprintf(&b, " on flavor %s", p.flavor)
 	}
-	if p.filler {
-		b.WriteString(", its own queue filled")
-	}
+	b.WriteString(p.load.String())
 	return b.String()
 }
 
@@ -96,13 +96,13 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 	withProbeQueues.localQueues = append(slices.Clone(c.localQueues), probeQueues...)
 
 	count := 0
-	for _, filler := range []bool{false, true} {
-		env, fillers, err := prepare(ctx, &withProbeQueues, wl, filler)
+	for _, l := range []load{alone, ownQueueFull, othersFull} {
+		env, added, err := prepare(ctx, &withProbeQueues, wl, targets, l)
 		if err != nil {
 			return "", "", count, err
 		}
-		if filler && len(fillers) == 0 {
-			continue // nothing left to fill: same state as without
+		if l != alone && !added {
+			continue // nothing left to fill: the same state as alone
 		}
 		snap, err := env.cache.Snapshot(ctx)
 		if err != nil {
@@ -132,10 +132,10 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 						for _, amount := range amounts {
 							for _, pinned := range pinVariants(c, fr.Flavor) {
 								p := probe{clusterQueue: t.clusterQueue, localQueue: t.queue.Name, namespace: t.queue.Namespace,
-									priority: pr, older: older, filler: filler, flavor: fr.Flavor, resource: fr.Resource,
+									priority: pr, older: older, load: l, flavor: fr.Flavor, resource: fr.Resource,
 									amount: amount, pinned: pinned}
 								count++
-								reason, err := tryProbe(ctx, &withProbeQueues, wl, p)
+								reason, err := tryProbe(ctx, &withProbeQueues, wl, targets, p)
 								if err != nil {
 									return "", "", count, err
 								}
@@ -274,35 +274,81 @@ func sortedFlavorResources(usage resources.FlavorResourceQuantities) []resources
 	return frs
 }
 
-// prepare builds a fresh Kueue with the evaluation admitted and, if asked, a
-// top-priority filler per flavor it uses, in its own queue.
-func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, filler bool) (*kueueEnv, []*kueue.Workload, error) {
+// load is what runs beside the admitted evaluation when a probe arrives.
+type load int
+
+const (
+	// alone: the evaluation is the only workload.
+	alone load = iota
+	// ownQueueFull: a top-priority filler in its own ClusterQueue takes all
+	// that queue can still get (so it borrows as far as Kueue lets it).
+	ownQueueFull
+	// othersFull: top-priority fillers in the other ClusterQueues of its tree
+	// take all they can get (the cohort has nothing left to lend).
+	othersFull
+)
+
+func (l load) String() string {
+	return [...]string{"", ", its own queue filled", ", the other queues filled"}[l]
+}
+
+// prepare builds a fresh Kueue with the evaluation admitted and the load beside it.
+// It reports whether the load added anything.
+func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []probeTarget, l load) (*kueueEnv, bool, error) {
 	env, err := newEnv(ctx, c)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
 	if err := env.submit(wl.DeepCopy()); err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
 	if err := env.cycles(cyclesPerRun); err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
 	admitted := mustGet(env, wl)
 	if !hasQuota(admitted) {
-		return nil, nil, errNotReadmitted
+		return nil, false, errNotReadmitted
 	}
-	if !filler {
-		return env, nil, nil
+	home := string(admitted.Status.Admission.ClusterQueue)
+	usage := workload.NewInfo(admitted).FlavorResourceUsage()
+	added := false
+	switch l {
+	case alone:
+	case ownQueueFull:
+		added, err = fill(ctx, env, c, usage, home, wl.Namespace, string(wl.Spec.QueueName), "own")
+	case othersFull:
+		for _, t := range targets {
+			if t.clusterQueue == home {
+				continue
+			}
+			more, ferr := fill(ctx, env, c, usage, t.clusterQueue, t.queue.Namespace, t.queue.Name, t.clusterQueue)
+			if ferr != nil {
+				return nil, false, ferr
+			}
+			added = added || more
+		}
 	}
+	return env, added, err
+}
+
+// fill submits, through queue, top-priority fillers that take what ClusterQueue
+// cq can still get of each flavor and resource the evaluation holds, and lets
+// Kueue admit them.
+func fill(ctx context.Context, env *kueueEnv, c *cluster, usage resources.FlavorResourceQuantities, cq, namespace, queue, tag string) (bool, error) {
 	snap, err := env.cache.Snapshot(ctx)
 	if err != nil {
-		return nil, nil, err
+		return false, err
 	}
-	home := snap.ClusterQueue(admitted.Status.Admission.ClusterQueue)
+	target := snap.ClusterQueue(kueue.ClusterQueueReference(cq))
+	if target == nil {
+		return false, nil
+	}
 	byFlavor := map[kueue.ResourceFlavorReference]corev1.ResourceList{}
-	usage := workload.NewInfo(admitted).FlavorResourceUsage()
 	for _, fr := range sortedFlavorResources(usage) {
-		if left := home.Available(fr).Int64(); left > 0 {
+		if target.RGByResource(fr.Resource) == nil {
+			continue // the queue does not cover it
+		}
+		if left := target.Available(fr).Int64(); left > 0 {
 			if byFlavor[fr.Flavor] == nil {
 				byFlavor[fr.Flavor] = corev1.ResourceList{}
 			}
@@ -310,24 +356,22 @@ func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, filler bool) (
 		}
 	}
 	top := availablePriorities(c)[0]
-	var fillers []*kueue.Workload
 	for i, flavor := range slices.Sorted(maps.Keys(byFlavor)) {
-		f := probeWorkload(fmt.Sprintf("oracle-filler-%d", i), wl.Namespace, string(wl.Spec.QueueName), top,
+		f := probeWorkload(fmt.Sprintf("oracle-filler-%s-%d", tag, i), namespace, queue, top,
 			byFlavor[flavor], nodeSelectorFor(c, flavor), submittedAt.Add(time.Second))
 		if err := env.submit(f); err != nil {
-			return nil, nil, err
+			return false, err
 		}
-		fillers = append(fillers, f)
 	}
-	if err := env.cycles(cyclesPerRun); err != nil {
-		return nil, nil, err
+	if len(byFlavor) == 0 {
+		return false, nil
 	}
-	return env, fillers, nil
+	return true, env.cycles(cyclesPerRun)
 }
 
 // tryProbe: Kueue's reason for preempting the evaluation, or "" if it did not.
-func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, p probe) (string, error) {
-	env, _, err := prepare(ctx, c, wl, p.filler)
+func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, targets []probeTarget, p probe) (string, error) {
+	env, _, err := prepare(ctx, c, wl, targets, p.load)
 	if err != nil {
 		return "", err
 	}
