@@ -25,7 +25,10 @@ fi
 
 use_go
 start=$SECONDS
+# On a fresh machine the module sources are not there yet: {{.Dir}} would be empty.
+env -C "$KUEUE_MOD_DIR" go mod download sigs.k8s.io/kueue sigs.k8s.io/jobset
 kueue_src=$(env -C "$KUEUE_MOD_DIR" GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+[[ -d $kueue_src ]] || die "cannot find the sigs.k8s.io/kueue module sources"
 # Go refuses overlays inside the module cache, so the scheduler package gets
 # its extra file in a copy of the module kept in the cache, and the build uses
 # a generated go.mod (-modfile) that replaces sigs.k8s.io/kueue with that copy.
