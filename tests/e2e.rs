@@ -42,6 +42,19 @@ fn cluster() -> Cluster {
         // The seeds' queues and priority classes: team-a-cq (no preemption),
         // team-a-shared-cq (LowerPriority), WorkloadPriorityClasses 1000/500/100.
         cluster.ok(&["apply", "-f", repo("examples/cluster.yaml").to_str().unwrap()], None);
+        // The server's caches see them a moment later: wait until its verdict uses
+        // the shared queue's policy and the seeded classes.
+        let namespace = cluster.namespace("seeds", None, &[("shared-queue", "team-a-shared-cq")]);
+        let probe = evalhub_job(
+            &namespace,
+            "probe",
+            &[("kueue.x-k8s.io/queue-name", "shared-queue"), ("kueue.x-k8s.io/priority-class", "experimental")],
+            &[],
+        );
+        eventually("the server to see the seeded queues and classes", || {
+            let output = cluster.kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&probe));
+            String::from_utf8_lossy(&output.stderr).contains("Kueue could preempt it")
+        });
     });
     cluster
 }
@@ -169,23 +182,27 @@ fn a_missing_local_queue_is_refused_and_soft_findings_are_warnings() {
 
 #[test]
 #[ignore = "needs the test control plane: run `make e2e`"]
-fn one_apply_of_a_namespace_its_local_queue_and_a_job_succeeds() {
+fn one_apply_of_a_namespace_its_local_queue_its_classes_and_a_job_succeeds() {
     let cluster = cluster();
     let _shared = DISRUPTION.read().unwrap();
     let namespace = unique("together");
+    // Value 1: below every seeded class, so no other test's exposure changes.
+    let classes = format!(
+        "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: {namespace}\nvalue: 1\n\
+         ---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: {namespace}\nvalue: 1\n"
+    );
+    let mut job: Value = serde_json::from_str(&evalhub_job(
+        &namespace,
+        "right-away",
+        &[("kueue.x-k8s.io/queue-name", "fresh-queue"), ("kueue.x-k8s.io/priority-class", &namespace)],
+        &[],
+    ))
+    .unwrap();
+    job["spec"]["template"]["spec"]["priorityClassName"] = namespace.clone().into();
     let file = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n{}---\n{}",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n{}{classes}---\n{}",
         local_queue(&namespace, "fresh-queue", "team-a-cq"),
-        serde_yaml::to_string(
-            &serde_json::from_str::<Value>(&evalhub_job(
-                &namespace,
-                "right-away",
-                &[("kueue.x-k8s.io/queue-name", "fresh-queue")],
-                &[]
-            ))
-            .unwrap()
-        )
-        .unwrap()
+        serde_yaml::to_string(&job).unwrap()
     );
     cluster.ok(&["apply", "-f", "-"], Some(&file));
     assert_eq!(cluster.get("job", &namespace, "right-away")["spec"]["suspend"], true);

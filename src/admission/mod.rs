@@ -16,7 +16,7 @@ use json_patch::Patch;
 use crate::cluster::ClusterView;
 use crate::config::Config;
 use crate::error::Error;
-use crate::rules::{Denial, Reason, Subject};
+use crate::rules::{Absent, Denial, Reason, Subject};
 use crate::workload::{Workload, WorkloadKind};
 pub use request::{Operation, Request};
 
@@ -45,9 +45,9 @@ pub struct Decision {
     pub message: Option<String>,
     pub patch: Patch,
     pub warnings: Vec<String>,
-    /// Set on a missing-LocalQueue denial: the queue the server confirms with a
-    /// live lookup before it denies (the cache may lag a queue created just now).
-    pub unconfirmed_local_queue: Option<String>,
+    /// Set on a denial that rests on a missing object: the server confirms the
+    /// absence with a live lookup before it denies.
+    pub unconfirmed: Option<Absent>,
 }
 
 impl Decision {
@@ -58,7 +58,7 @@ impl Decision {
             message: None,
             patch: Patch(Vec::new()),
             warnings: Vec::new(),
-            unconfirmed_local_queue: None,
+            unconfirmed: None,
         }
     }
 
@@ -67,7 +67,13 @@ impl Decision {
     }
 
     pub fn deny(denial: Denial) -> Self {
-        Self { allowed: false, reason: denial.reason, message: Some(denial.message), ..Self::allow(denial.reason) }
+        Self {
+            allowed: false,
+            reason: denial.reason,
+            message: Some(denial.message),
+            unconfirmed: denial.absent,
+            ..Self::allow(denial.reason)
+        }
     }
 
     /// `allowed`, `patched` or `denied`: the decision metric label and audit annotation.

@@ -23,12 +23,7 @@ pub fn validate(config: &Config, view: &impl ClusterView, request: &Request) -> 
         }
         _ => check_new(view, target.subject).map(|warnings| Decision::allow_with_warnings(Reason::Checked, warnings)),
     };
-    Ok(result.unwrap_or_else(|denial| {
-        let unconfirmed = (denial.reason == Reason::MissingLocalQueue)
-            .then(|| target.subject.workload.queue_name().map(str::to_string))
-            .flatten();
-        Decision { unconfirmed_local_queue: unconfirmed, ..Decision::deny(denial) }
-    }))
+    Ok(result.unwrap_or_else(Decision::deny))
 }
 
 /// The checks for a new workload, in the order a person would fix them: the
@@ -116,13 +111,22 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_queue_denial_asks_the_server_to_confirm_it() {
-        let decision = validate_create(&evalhub_job_value(
-            "team-a-namespace",
-            &[("kueue.x-k8s.io/queue-name", "new-queue")],
-            None,
-        ));
-        assert_eq!(decision.unconfirmed_local_queue.as_deref(), Some("new-queue"));
+    fn denials_for_missing_objects_ask_the_server_to_confirm_them() {
+        use crate::rules::Absent;
+        let queue = [("kueue.x-k8s.io/queue-name", "new-queue")];
+        let class = [("kueue.x-k8s.io/queue-name", "eval-queue"), ("kueue.x-k8s.io/priority-class", "new-class")];
+        let eval_queue = [("kueue.x-k8s.io/queue-name", "eval-queue")];
+        let cases = [
+            (evalhub_job_value("team-a-namespace", &queue, None), Absent::LocalQueue("new-queue".into())),
+            (evalhub_job_value("team-a-namespace", &class, None), Absent::WorkloadPriorityClass("new-class".into())),
+            (evalhub_job_value("team-a-namespace", &eval_queue, Some("new-pc")), Absent::PriorityClass("new-pc".into())),
+        ];
+        for (object, absent) in cases {
+            assert_eq!(validate_create(&object).unconfirmed, Some(absent));
+        }
+        let preemptible = [("kueue.x-k8s.io/queue-name", "shared-queue")];
+        let decision = validate_create(&evalhub_job_value("team-a-namespace", &preemptible, None));
+        assert_eq!((decision.allowed, decision.unconfirmed), (false, None), "nothing missing, nothing to confirm");
     }
 
     #[test]

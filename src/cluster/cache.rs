@@ -1,15 +1,16 @@
 //! The cluster view the server reads: a [`ClusterState`] behind a lock, filled
 //! once from a state file or kept current by the watch caches in [`super::watch`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject};
 
-use super::objects::{self, ClusterObject};
+use super::objects;
 use super::{ClusterState, ObjectCounts};
 use crate::error::Error;
+use crate::rules::Absent;
 
 pub struct ClusterCache {
     state: RwLock<ClusterState>,
@@ -18,11 +19,11 @@ pub struct ClusterCache {
     live: Option<LiveLookup>,
 }
 
-/// What the confirm-before-deny lookup needs: a client, and the LocalQueue
-/// resource in the version the watch caches chose (None while Kueue is absent).
+/// What the confirm-before-deny lookup needs: a client, and the Kueue resources
+/// in the versions the watch caches chose (none while Kueue is absent).
 struct LiveLookup {
     client: kube::Client,
-    local_queues: Mutex<Option<ApiResource>>,
+    kueue_resources: Mutex<HashMap<&'static str, ApiResource>>,
 }
 
 impl ClusterCache {
@@ -36,7 +37,7 @@ impl ClusterCache {
         Self {
             state: RwLock::new(ClusterState::default()),
             pending: Mutex::new(initial_pending.iter().copied().collect()),
-            live: Some(LiveLookup { client, local_queues: Mutex::new(None) }),
+            live: Some(LiveLookup { client, kueue_resources: Mutex::new(HashMap::new()) }),
         }
     }
 
@@ -66,28 +67,50 @@ impl ClusterCache {
         self.read().counts()
     }
 
-    pub(crate) fn set_local_queue_resource(&self, resource: Option<ApiResource>) {
+    /// Records the version a Kueue kind is served in, for the live lookups.
+    pub(crate) fn set_kueue_resource(&self, kind: &'static str, resource: ApiResource) {
         if let Some(live) = &self.live {
-            *live.local_queues.lock().unwrap_or_else(|p| p.into_inner()) = resource;
+            live.kueue_resources.lock().unwrap_or_else(|p| p.into_inner()).insert(kind, resource);
         }
     }
 
-    /// Looks a LocalQueue up on the API server before a denial, since the watch
-    /// cache may lag a queue created a moment ago (a Namespace, its LocalQueue
-    /// and a Job applied together). A found queue goes into the view.
+    /// Kueue was removed: nothing of it to look up.
+    pub(crate) fn forget_kueue_resources(&self) {
+        if let Some(live) = &self.live {
+            live.kueue_resources.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        }
+    }
+
+    /// Looks an object a denial found missing up on the API server, since the
+    /// watch cache may lag one created a moment ago (a Namespace, its LocalQueue
+    /// and a Job applied together). A found object goes into the view.
     /// Without a live cluster the view is authoritative: `Ok(false)`.
-    pub async fn confirm_local_queue(&self, namespace: &str, name: &str, timeout: Duration) -> Result<bool, Error> {
+    pub async fn confirm_absent(&self, namespace: &str, absent: &Absent, timeout: Duration) -> Result<bool, Error> {
         let Some(live) = &self.live else { return Ok(false) };
-        let resource = live.local_queues.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let Some(resource) = resource else { return Ok(false) };
-        let api: Api<DynamicObject> = Api::namespaced_with(live.client.clone(), namespace, &resource);
-        let found = tokio::time::timeout(timeout, api.get_opt(name))
-            .await
-            .map_err(|_| Error::Timeout(format!("confirming LocalQueue {namespace}/{name}")))??;
-        let Some(object) = found else { return Ok(false) };
-        let Ok(value) = serde_json::to_value(&object) else { return Ok(false) };
-        match objects::decode(&resource.api_version, "LocalQueue", value) {
-            Ok(Some(decoded @ ClusterObject::LocalQueue { .. })) => {
+        let (kind, name) = match absent {
+            Absent::LocalQueue(name) => ("LocalQueue", name),
+            Absent::WorkloadPriorityClass(name) => ("WorkloadPriorityClass", name),
+            Absent::PriorityClass(name) => ("PriorityClass", name),
+        };
+        let what = || format!("confirming {kind} {name}");
+        let found = if kind == "PriorityClass" {
+            let api: Api<k8s_openapi::api::scheduling::v1::PriorityClass> = Api::all(live.client.clone());
+            let found = tokio::time::timeout(timeout, api.get_opt(name)).await.map_err(|_| Error::Timeout(what()))??;
+            found.map(|class| ("scheduling.k8s.io/v1".to_string(), serde_json::to_value(class)))
+        } else {
+            let resource = live.kueue_resources.lock().unwrap_or_else(|p| p.into_inner()).get(kind).cloned();
+            let Some(resource) = resource else { return Ok(false) };
+            let api: Api<DynamicObject> = if kind == "LocalQueue" {
+                Api::namespaced_with(live.client.clone(), namespace, &resource)
+            } else {
+                Api::all_with(live.client.clone(), &resource)
+            };
+            let found = tokio::time::timeout(timeout, api.get_opt(name)).await.map_err(|_| Error::Timeout(what()))??;
+            found.map(|object| (resource.api_version.clone(), serde_json::to_value(object)))
+        };
+        let Some((api_version, Ok(value))) = found else { return Ok(false) };
+        match objects::decode(&api_version, kind, value) {
+            Ok(Some(decoded)) => {
                 self.update(|state| state.apply(decoded));
                 Ok(true)
             }

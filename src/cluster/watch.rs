@@ -160,7 +160,7 @@ fn stop_kueue(cache: &ClusterCache, running: Option<JoinHandle<()>>) {
     for (kind, _) in KUEUE_KINDS {
         cache.set_synced(kind);
     }
-    cache.set_local_queue_resource(None);
+    cache.forget_kueue_resources();
     cache.update(|state| state.clear_kueue());
 }
 
@@ -181,9 +181,7 @@ async fn watch_kueue(client: kube::Client, cache: Arc<ClusterCache>) {
     for (kind, _) in KUEUE_KINDS {
         match served.iter().find(|(served_kind, _)| *served_kind == kind) {
             Some((_, resource)) => {
-                if kind == "LocalQueue" {
-                    cache.set_local_queue_resource(Some(resource.clone()));
-                }
+                cache.set_kueue_resource(kind, resource.clone());
                 tasks.push(tokio::spawn(watch_kueue_kind(client.clone(), cache.clone(), kind, resource.clone())));
             }
             // An older Kueue without Cohort objects: nothing to wait for.

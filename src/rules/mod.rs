@@ -78,12 +78,28 @@ impl fmt::Display for Reason {
 pub struct Denial {
     pub reason: Reason,
     pub message: String,
+    /// Set when the denial rests on an object being absent from the view: the
+    /// server looks it up live before it denies, since a watch cache may lag an
+    /// object created a moment ago (a LocalQueue or class applied with the Job).
+    pub absent: Option<Absent>,
 }
 
 impl Denial {
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
-        Self { reason, message: message.into() }
+        Self { reason, message: message.into(), absent: None }
     }
+
+    pub fn because_absent(self, absent: Absent) -> Self {
+        Self { absent: Some(absent), ..self }
+    }
+}
+
+/// An object a denial found missing; LocalQueues live in the workload's namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Absent {
+    LocalQueue(String),
+    WorkloadPriorityClass(String),
+    PriorityClass(String),
 }
 
 /// Who the rules are talking about in messages: `Job team-a/eval-1`.

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use super::{Denial, Reason, Subject, join};
+use super::{Absent, Denial, Reason, Subject, join};
 use crate::cluster::{ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::workload::{CHECKPOINTING_ANNOTATION, PRIORITY_CLASS_LABEL};
 
@@ -103,7 +103,8 @@ pub fn workload_priority(view: &impl ClusterView, subject: Subject<'_>) -> Resul
                     format!("PriorityClasses: {}. Use one of them, or remove priorityClassName.", join(&existing))
                 }
             ),
-        ));
+        )
+        .because_absent(Absent::PriorityClass(missing.class_name.to_string())));
     }
     if let Some(class) = subject.workload.priority_class_label() {
         return match view.workload_priority_class(class) {
@@ -147,6 +148,7 @@ pub fn missing_workload_priority_class(view: &impl ClusterView, subject: Subject
             }
         ),
     )
+    .because_absent(Absent::WorkloadPriorityClass(class.to_string()))
 }
 
 /// PriorityClasses Kubernetes confines to kube-system; they never reach a ClusterQueue.

@@ -1,6 +1,6 @@
 //! Which LocalQueue a workload goes to, and whether that queue can ever admit it.
 
-use super::{Denial, Reason, Subject, join};
+use super::{Absent, Denial, Reason, Subject, join};
 use crate::cluster::{ClusterView, StopPolicy};
 use crate::workload::{DEFAULT_QUEUE_ANNOTATION, QUEUE_NAME_LABEL};
 
@@ -137,6 +137,7 @@ fn missing_local_queue(view: &impl ClusterView, subject: Subject<'_>, queue: &st
             source.describe()
         ),
     )
+    .because_absent(Absent::LocalQueue(queue.to_string()))
 }
 
 /// Names sorted by edit distance to `wanted`, then alphabetically: the likely typo first.

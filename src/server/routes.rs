@@ -128,21 +128,26 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
     (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
 }
 
-/// Decide from the view; a missing LocalQueue is confirmed live before the
-/// denial goes out (the only API call on the request path).
+/// Decide from the view; a denial that rests on a missing object is confirmed
+/// live before it goes out (the only API calls on the request path). A found
+/// object joins the view and the request is decided again, a few times at most.
 async fn review(app: &AppState, webhook: Webhook, body: &[u8]) -> Result<Outcome, Error> {
+    const MOST_LOOKUPS: usize = 3;
     if !app.cluster.is_synced() {
         return Err(Error::NotReady("the cluster view has not synced yet".into()));
     }
     let request = request::decode(body)?;
     let mut decision = admission::decide(webhook, &request, &app.config, &*app.cluster.read())?;
-    if let (Some(queue), Some(namespace)) = (decision.unconfirmed_local_queue.clone(), request.namespace()) {
-        let found = app.cluster.confirm_local_queue(namespace, &queue, app.limits.confirm_timeout).await?;
+    for _ in 0..MOST_LOOKUPS {
+        let Some(absent) = decision.unconfirmed.clone() else { break };
+        let namespace = request.namespace().unwrap_or_default();
+        let found = app.cluster.confirm_absent(namespace, &absent, app.limits.confirm_timeout).await?;
         let result = if found { "found" } else { "absent" };
         app.metrics.confirm_lookups.get_or_create(&crate::telemetry::ObjectLabels { kind: result }).inc();
-        if found {
-            decision = admission::decide(webhook, &request, &app.config, &*app.cluster.read())?;
+        if !found {
+            break;
         }
+        decision = admission::decide(webhook, &request, &app.config, &*app.cluster.read())?;
     }
     Ok(admission::outcome(request, decision))
 }
