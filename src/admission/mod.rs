@@ -52,14 +52,7 @@ pub struct Decision {
 
 impl Decision {
     pub fn allow(reason: Reason) -> Self {
-        Self {
-            allowed: true,
-            reason,
-            message: None,
-            patch: Patch(Vec::new()),
-            warnings: Vec::new(),
-            unconfirmed: None,
-        }
+        Self { allowed: true, reason, message: None, patch: Patch(Vec::new()), warnings: Vec::new(), unconfirmed: None }
     }
 
     pub fn allow_with_warnings(reason: Reason, warnings: Vec<String>) -> Self {

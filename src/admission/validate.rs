@@ -119,7 +119,10 @@ mod tests {
         let cases = [
             (evalhub_job_value("team-a-namespace", &queue, None), Absent::LocalQueue("new-queue".into())),
             (evalhub_job_value("team-a-namespace", &class, None), Absent::WorkloadPriorityClass("new-class".into())),
-            (evalhub_job_value("team-a-namespace", &eval_queue, Some("new-pc")), Absent::PriorityClass("new-pc".into())),
+            (
+                evalhub_job_value("team-a-namespace", &eval_queue, Some("new-pc")),
+                Absent::PriorityClass("new-pc".into()),
+            ),
         ];
         for (object, absent) in cases {
             assert_eq!(validate_create(&object).unconfirmed, Some(absent));

@@ -95,7 +95,8 @@ impl ClusterCache {
         let what = || format!("confirming {kind} {name}");
         let found = if kind == "PriorityClass" {
             let api: Api<k8s_openapi::api::scheduling::v1::PriorityClass> = Api::all(live.client.clone());
-            let found = tokio::time::timeout(timeout, api.get_opt(name)).await.map_err(|_| Error::Timeout(what()))??;
+            let found =
+                tokio::time::timeout(timeout, api.get_opt(name)).await.map_err(|_| Error::Timeout(what()))??;
             found.map(|class| ("scheduling.k8s.io/v1".to_string(), serde_json::to_value(class)))
         } else {
             let resource = live.kueue_resources.lock().unwrap_or_else(|p| p.into_inner()).get(kind).cloned();
@@ -105,7 +106,8 @@ impl ClusterCache {
             } else {
                 Api::all_with(live.client.clone(), &resource)
             };
-            let found = tokio::time::timeout(timeout, api.get_opt(name)).await.map_err(|_| Error::Timeout(what()))??;
+            let found =
+                tokio::time::timeout(timeout, api.get_opt(name)).await.map_err(|_| Error::Timeout(what()))??;
             found.map(|object| (resource.api_version.clone(), serde_json::to_value(object)))
         };
         let Some((api_version, Ok(value))) = found else { return Ok(false) };
