@@ -157,6 +157,8 @@ impl Metrics {
         set("LocalQueue", counts.local_queues);
         set("ClusterQueue", counts.cluster_queues);
         set("Cohort", counts.cohorts);
+        set("ResourceFlavor", counts.resource_flavors);
+        set("AdmissionCheck", counts.admission_checks);
         set("WorkloadPriorityClass", counts.workload_priority_classes);
         set("PriorityClass", counts.priority_classes);
     }

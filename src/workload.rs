@@ -8,13 +8,22 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::quantity::Quantity;
 
 pub const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
 pub const PRIORITY_CLASS_LABEL: &str = "kueue.x-k8s.io/priority-class";
 pub const DEFAULT_QUEUE_ANNOTATION: &str = "kueue.x-k8s.io/default-queue-name";
 pub const CHECKPOINTING_ANNOTATION: &str = "eval-admission.io/checkpointing";
 pub const EVALUATION_LABEL: &str = "eval-admission.io/evaluation";
+/// Kueue's partial admission annotation on a batch/v1 Job (Kueue v0.19.2
+/// `pkg/controller/jobs/job` `JobMinParallelismAnnotation`).
+pub const JOB_MIN_PARALLELISM_ANNOTATION: &str = "kueue.x-k8s.io/job-min-parallelism";
+/// The name of a Job's only podset in its Kueue Workload (`kueue.DefaultPodSetName`).
+pub const DEFAULT_POD_SET_NAME: &str = "main";
 
 /// The two workload kinds this webhook shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,6 +40,14 @@ impl WorkloadKind {
             ("batch", "Job") => Some(Self::Job),
             ("jobset.x-k8s.io", "JobSet") => Some(Self::JobSet),
             _ => None,
+        }
+    }
+
+    /// The name Kueue's Configuration gives this integration (integrations.frameworks).
+    pub fn kueue_framework(self) -> &'static str {
+        match self {
+            Self::Job => "batch/job",
+            Self::JobSet => "jobset.x-k8s.io/jobset",
         }
     }
 
@@ -117,6 +134,7 @@ impl OwnerReference {
 #[derive(Debug, Clone, Default)]
 pub struct SelectedAnnotations {
     pub checkpointing: Option<String>,
+    pub job_min_parallelism: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for SelectedAnnotations {
@@ -132,6 +150,8 @@ impl<'de> Deserialize<'de> for SelectedAnnotations {
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
                     if key == CHECKPOINTING_ANNOTATION {
                         selected.checkpointing = map.next_value()?;
+                    } else if key == JOB_MIN_PARALLELISM_ANNOTATION {
+                        selected.job_min_parallelism = map.next_value()?;
                     } else {
                         map.next_value::<IgnoredAny>()?;
                     }
@@ -144,6 +164,11 @@ impl<'de> Deserialize<'de> for SelectedAnnotations {
 }
 
 /// `spec` of a Job (`template`) or of a JobSet (`replicatedJobs`).
+///
+/// The counts and resources read for [`Workload::pod_sets`] are kept as raw JSON
+/// (or [`Tolerant`]) so that a wrongly typed field in a JobSet, which the API
+/// server only rejects after mutating admission, does not fail the whole decode:
+/// `pod_sets` reports it instead.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Spec {
@@ -153,6 +178,12 @@ pub struct Spec {
     pub template: Option<PodTemplate>,
     #[serde(default)]
     pub replicated_jobs: Option<Vec<ReplicatedJob>>,
+    /// Job `spec.parallelism`.
+    #[serde(default)]
+    pub parallelism: Option<Value>,
+    /// Job `spec.completions`.
+    #[serde(default)]
+    pub completions: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -172,7 +203,38 @@ impl PodTemplate {
 pub struct PodSpec {
     #[serde(default)]
     pub priority_class_name: Option<String>,
+    #[serde(default)]
+    pub containers: Option<TolerantList<Container>>,
+    #[serde(default)]
+    pub init_containers: Option<TolerantList<Container>>,
+    #[serde(default)]
+    pub overhead: Option<ResourceList>,
+    /// Pod-level resources (KEP-2837).
+    #[serde(default)]
+    pub resources: Option<Tolerant<ResourceRequirements>>,
 }
+
+/// A container or init container, pruned to what Kueue's request totals read.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Container {
+    #[serde(default)]
+    pub resources: Option<Tolerant<ResourceRequirements>>,
+    /// `Always` on an init container makes it a sidecar.
+    #[serde(default)]
+    pub restart_policy: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ResourceRequirements {
+    #[serde(default)]
+    pub requests: Option<ResourceList>,
+    #[serde(default)]
+    pub limits: Option<ResourceList>,
+}
+
+/// A `ResourceList` (resource name to quantity), quantities still raw JSON.
+pub type ResourceList = Tolerant<BTreeMap<String, Value>>;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ReplicatedJob {
@@ -180,6 +242,9 @@ pub struct ReplicatedJob {
     pub name: Option<String>,
     #[serde(default)]
     pub template: Option<JobTemplate>,
+    /// JobSet `replicas` (CRD default 1).
+    #[serde(default)]
+    pub replicas: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -192,6 +257,302 @@ pub struct JobTemplate {
 pub struct JobTemplateSpec {
     #[serde(default)]
     pub template: Option<PodTemplate>,
+    #[serde(default)]
+    pub parallelism: Option<Value>,
+    #[serde(default)]
+    pub completions: Option<Value>,
+}
+
+/// A JSON object decoded as `T`, or what was found instead of an object.
+/// Decoding never fails on the wrong JSON type (only on `T`'s own fields, which
+/// are themselves tolerant here).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tolerant<T> {
+    Value(T),
+    /// What the field held instead of an object: "a string", "an array", ...
+    Malformed(&'static str),
+}
+
+/// A JSON array of objects decoded as `T`, or what was found instead of an array.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TolerantList<T> {
+    Items(Vec<Tolerant<T>>),
+    Malformed(&'static str),
+}
+
+/// `visit_*` for every JSON scalar, each answering `Malformed(<its kind>)`.
+macro_rules! malformed_scalars {
+    ($malformed:path) => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($malformed("a boolean"))
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($malformed("a number"))
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($malformed("a number"))
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($malformed("a number"))
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($malformed("a string"))
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok($malformed("null"))
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok($malformed("null"))
+        }
+    };
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Tolerant<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+            type Value = Tolerant<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value (an object is expected)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(Tolerant::Value)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Tolerant::Malformed("an array"))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+                Tolerant::deserialize(deserializer)
+            }
+            malformed_scalars!(Tolerant::Malformed);
+        }
+        deserializer.deserialize_any(ObjectVisitor(std::marker::PhantomData))
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for TolerantList<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ListVisitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ListVisitor<T> {
+            type Value = TolerantList<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value (an array is expected)")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
+                while let Some(item) = seq.next_element::<Tolerant<T>>()? {
+                    items.push(item);
+                }
+                Ok(TolerantList::Items(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(TolerantList::Malformed("an object"))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+                TolerantList::deserialize(deserializer)
+            }
+            malformed_scalars!(TolerantList::Malformed);
+        }
+        deserializer.deserialize_any(ListVisitor(std::marker::PhantomData))
+    }
+}
+
+/// One podset of the Kueue Workload for a Job or JobSet, with what Kueue counts
+/// against quota for it (Kueue v0.19.2 `pkg/workload` `totalRequestsFromPodSets`).
+///
+/// Values are milli-units in `i64`, saturating at `i64::MAX`. Kueue keeps `cpu` in
+/// milli-units and every other resource in whole units rounded up per pod
+/// (`pkg/resources` `ResourceValue`), so non-cpu values here are always multiples
+/// of 1000: compare them with quotas converted the same way
+/// ([`Quantity::kueue_milli`]). Resources requested as `0` are present with `0`,
+/// as in Kueue's map. Not included, because they need cluster objects or Kueue's
+/// configuration: RuntimeClass overhead (`handlePodOverhead`, used only when the
+/// template has no `overhead`), LimitRange defaults (`handlePodLimitRange`),
+/// `excludeResourcePrefixes` and resource transformations, and the `pods` resource
+/// the flavor assigner adds (= `count`) when a ClusterQueue covers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSetRequests {
+    /// Kueue's podset name: `main` for a Job, the (lower-cased) replicatedJob name for a JobSet.
+    pub name: String,
+    /// Pods in the podset (`PodSet.Count`).
+    pub count: i64,
+    /// A Job's `kueue.x-k8s.io/job-min-parallelism` as Kueue reads it (`minPodsCount`:
+    /// `strconv.Atoi`, then `int32`): with partial admission (on by default) Kueue may
+    /// admit between this and `count` pods. Kueue's Job webhook refuses values
+    /// outside `1..count`. Always `None` for a JobSet.
+    pub min_count: Option<i64>,
+    /// Per pod, milli-units.
+    pub per_pod: BTreeMap<String, i64>,
+    /// `per_pod` times `count` (in Kueue's units, saturating), milli-units.
+    pub total: BTreeMap<String, i64>,
+}
+
+/// Exact per-pod requests before Kueue's integer conversion.
+type ExactRequests = BTreeMap<String, Quantity>;
+
+impl PodSetRequests {
+    fn new(name: String, count: i64, min_count: Option<i64>, requests: &ExactRequests) -> Self {
+        let mut per_pod = BTreeMap::new();
+        let mut total = BTreeMap::new();
+        for (resource, quantity) in requests {
+            // ResourceValue, then FloorToZero, then Mul(count) (saturating), per resource.
+            let value = quantity.kueue_value(resource).max(0);
+            let scaled = value.saturating_mul(count);
+            per_pod.insert(resource.clone(), crate::quantity::units_to_milli(resource, value));
+            total.insert(resource.clone(), crate::quantity::units_to_milli(resource, scaled));
+        }
+        Self { name, count, min_count, per_pod, total }
+    }
+}
+
+/// A count field (`parallelism`, `completions`, `replicas`): `None` when absent or
+/// null; an error unless a non-negative `int32`, as the API server requires.
+fn read_count(value: Option<&Value>, path: &str) -> Result<Option<i64>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => match value.as_i64() {
+            Some(count) if (0..=i64::from(i32::MAX)).contains(&count) => Ok(Some(count)),
+            _ => Err(format!("{path}: {value} is not a valid count (a non-negative 32-bit integer)")),
+        },
+    }
+}
+
+/// Pods of one Job: `parallelism` (API default 1), capped by `completions` when set
+/// (Kueue v0.19.2 `job_controller.go` `podsCount`, `jobset_controller.go`
+/// `PodsCountPerReplica`; batch/v1 `SetDefaults_Job` defaults `parallelism` to 1).
+fn job_pods_count(parallelism: Option<&Value>, completions: Option<&Value>, path: &str) -> Result<i64, String> {
+    let parallelism = read_count(parallelism, &format!("{path}.parallelism"))?.unwrap_or(1);
+    let completions = read_count(completions, &format!("{path}.completions"))?;
+    Ok(completions.map_or(parallelism, |completions| completions.min(parallelism)))
+}
+
+/// Decodes a `ResourceList`; quantities must be valid and non-negative (API validation).
+fn resource_list(list: Option<&ResourceList>, path: &str) -> Result<ExactRequests, String> {
+    let entries = match list {
+        None => return Ok(ExactRequests::new()),
+        Some(Tolerant::Malformed(found)) => return Err(format!("{path}: expected a map of quantities, found {found}")),
+        Some(Tolerant::Value(entries)) => entries,
+    };
+    let mut parsed = ExactRequests::new();
+    for (resource, raw) in entries {
+        let quantity = Quantity::from_json(raw).map_err(|e| format!("{path}[{resource}]: {e}"))?;
+        if quantity.is_negative() {
+            return Err(format!("{path}[{resource}]: {raw} is negative; quantities must be >= 0"));
+        }
+        parsed.insert(resource.clone(), quantity);
+    }
+    Ok(parsed)
+}
+
+/// Requests, with limits standing in for missing requests (Kueue v0.19.2
+/// `pkg/workload/resources.go` `UseLimitsAsMissingRequestsInPod`, via
+/// `MergeResourceListKeepFirst`: a request, even `0`, wins over the limit).
+fn effective_requests(resources: Option<&Tolerant<ResourceRequirements>>, path: &str) -> Result<ExactRequests, String> {
+    let resources = match resources {
+        None => return Ok(ExactRequests::new()),
+        Some(Tolerant::Malformed(found)) => return Err(format!("{path}: expected an object, found {found}")),
+        Some(Tolerant::Value(resources)) => resources,
+    };
+    let mut requests = resource_list(resources.requests.as_ref(), &format!("{path}.requests"))?;
+    for (resource, limit) in resource_list(resources.limits.as_ref(), &format!("{path}.limits"))? {
+        requests.entry(resource).or_insert(limit);
+    }
+    Ok(requests)
+}
+
+fn add_into(sum: &mut ExactRequests, other: &ExactRequests) {
+    for (resource, quantity) in other {
+        let entry = sum.entry(resource.clone()).or_default();
+        *entry = entry.saturating_add(*quantity);
+    }
+}
+
+fn max_into(max: &mut ExactRequests, other: &ExactRequests) {
+    for (resource, quantity) in other {
+        match max.get_mut(resource) {
+            Some(current) if *current >= *quantity => {}
+            Some(current) => *current = *quantity,
+            None => {
+                max.insert(resource.clone(), *quantity);
+            }
+        }
+    }
+}
+
+fn containers<'a>(list: Option<&'a TolerantList<Container>>, path: &str) -> Result<Vec<&'a Container>, String> {
+    match list {
+        None => Ok(Vec::new()),
+        Some(TolerantList::Malformed(found)) => Err(format!("{path}: expected an array, found {found}")),
+        Some(TolerantList::Items(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| match item {
+                Tolerant::Value(container) => Ok(container),
+                Tolerant::Malformed(found) => Err(format!("{path}[{index}]: expected an object, found {found}")),
+            })
+            .collect(),
+    }
+}
+
+/// The requests of one pod, exact (before Kueue's integer conversion), following
+/// `k8s.io/component-helpers/resource` v0.36.2 `PodRequests` with the default
+/// options Kueue v0.19.2 passes (`pkg/workload` `totalRequestsFromPodSets`), after
+/// Kueue's `UseLimitsAsMissingRequestsInPod`:
+/// - containers are summed;
+/// - each init container needs itself plus the sidecars (init containers with
+///   `restartPolicy: Always`) started before it; sidecars also run alongside the
+///   containers, so they are added to the sum (`AggregateContainerRequests`);
+/// - the pod needs the larger of that sum and the largest init container need;
+/// - pod-level `resources.requests` for cpu, memory and hugepages-* replace the
+///   aggregate when any of them is set (`IsPodLevelRequestsSet`);
+/// - `overhead` is added.
+fn pod_requests(spec: Option<&PodSpec>, path: &str) -> Result<ExactRequests, String> {
+    let mut requests = ExactRequests::new();
+    let Some(spec) = spec else {
+        return Ok(requests);
+    };
+    let containers_path = format!("{path}.containers");
+    for (index, container) in containers(spec.containers.as_ref(), &containers_path)?.into_iter().enumerate() {
+        let own = effective_requests(container.resources.as_ref(), &format!("{containers_path}[{index}].resources"))?;
+        add_into(&mut requests, &own);
+    }
+
+    let init_path = format!("{path}.initContainers");
+    let mut sidecars = ExactRequests::new();
+    let mut init_max = ExactRequests::new();
+    for (index, container) in containers(spec.init_containers.as_ref(), &init_path)?.into_iter().enumerate() {
+        let own = effective_requests(container.resources.as_ref(), &format!("{init_path}[{index}].resources"))?;
+        let is_sidecar = match &container.restart_policy {
+            None | Some(Value::Null) => false,
+            Some(Value::String(policy)) => policy == "Always",
+            Some(other) => return Err(format!("{init_path}[{index}].restartPolicy: expected a string, found {other}")),
+        };
+        if is_sidecar {
+            add_into(&mut requests, &own);
+            add_into(&mut sidecars, &own);
+            max_into(&mut init_max, &sidecars);
+        } else {
+            let mut need = own;
+            add_into(&mut need, &sidecars);
+            max_into(&mut init_max, &need);
+        }
+    }
+    max_into(&mut requests, &init_max);
+
+    let pod_level = effective_requests(spec.resources.as_ref(), &format!("{path}.resources"))?;
+    let supported = |resource: &str| matches!(resource, "cpu" | "memory") || resource.starts_with("hugepages-");
+    if pod_level.keys().any(|resource| supported(resource)) {
+        for (resource, quantity) in pod_level {
+            if supported(&resource) {
+                requests.insert(resource, quantity);
+            }
+        }
+    }
+
+    add_into(&mut requests, &resource_list(spec.overhead.as_ref(), &format!("{path}.overhead"))?);
+    Ok(requests)
 }
 
 /// Where a pod template's `priorityClassName` was found, for messages.
@@ -272,6 +633,68 @@ impl Workload {
         found
     }
 
+    /// The podsets of the Workload Kueue v0.19.2 creates for this Job or JobSet, with
+    /// their counts and the requests Kueue counts against quota (see
+    /// [`PodSetRequests`]). Follows `pkg/controller/jobs/job/job_controller.go`
+    /// `(*Job).PodSets` (one podset `main`, `podsCount`, `minPodsCount`) and
+    /// `pkg/controller/jobs/jobset/jobset_controller.go` `(*JobSet).PodSets` (one
+    /// podset per replicatedJob, `replicas` (CRD default 1) times
+    /// `PodsCountPerReplica`), and `pkg/workload` `totalRequestsFromPodSets`.
+    ///
+    /// Absent fields take their API defaults; a wrongly typed or invalid field (a
+    /// malformed or negative quantity, a negative count, a replicatedJob without a
+    /// name), which the API server would refuse, is an error naming the field.
+    pub fn pod_sets(&self, kind: WorkloadKind) -> Result<Vec<PodSetRequests>, String> {
+        let spec = self.spec.as_ref();
+        match kind {
+            WorkloadKind::Job => {
+                let count = job_pods_count(
+                    spec.and_then(|spec| spec.parallelism.as_ref()),
+                    spec.and_then(|spec| spec.completions.as_ref()),
+                    "spec",
+                )?;
+                let pod_spec = spec.and_then(|spec| spec.template.as_ref()).and_then(|template| template.spec.as_ref());
+                let requests = pod_requests(pod_spec, "spec.template.spec")?;
+                // minPodsCount: strconv.Atoi, then int32(..).
+                let min_count = self
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|annotations| annotations.job_min_parallelism.as_deref())
+                    .and_then(|value| value.parse::<i64>().ok())
+                    .map(|value| i64::from(value as i32));
+                Ok(vec![PodSetRequests::new(DEFAULT_POD_SET_NAME.to_owned(), count, min_count, &requests)])
+            }
+            WorkloadKind::JobSet => {
+                let mut pod_sets = Vec::new();
+                for (index, replicated) in
+                    spec.and_then(|spec| spec.replicated_jobs.as_deref()).unwrap_or_default().iter().enumerate()
+                {
+                    let path = format!("spec.replicatedJobs[{index}]");
+                    let name = replicated
+                        .name
+                        .as_deref()
+                        .filter(|name| !name.is_empty())
+                        .ok_or_else(|| format!("{path}.name: required"))?;
+                    let replicas = read_count(replicated.replicas.as_ref(), &format!("{path}.replicas"))?.unwrap_or(1);
+                    let job_spec = replicated.template.as_ref().and_then(|job| job.spec.as_ref());
+                    let per_job = job_pods_count(
+                        job_spec.and_then(|job_spec| job_spec.parallelism.as_ref()),
+                        job_spec.and_then(|job_spec| job_spec.completions.as_ref()),
+                        &format!("{path}.template.spec"),
+                    )?;
+                    let pod_spec = job_spec
+                        .and_then(|job_spec| job_spec.template.as_ref())
+                        .and_then(|template| template.spec.as_ref());
+                    let requests = pod_requests(pod_spec, &format!("{path}.template.spec.template.spec"))?;
+                    // kueue.NewPodSetReference lower-cases the name.
+                    pod_sets.push(PodSetRequests::new(name.to_lowercase(), replicas * per_job, None, &requests));
+                }
+                Ok(pod_sets)
+            }
+        }
+    }
+
     /// `namespace/name` for messages; a generated name shows its prefix.
     pub fn display_name(&self, namespace: &str) -> String {
         match (&self.metadata.name, &self.metadata.generate_name) {
@@ -279,5 +702,279 @@ impl Workload {
             (_, Some(prefix)) if !prefix.is_empty() => format!("{namespace}/{prefix}<generated>"),
             _ => format!("{namespace}/<unnamed>"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const GI: i64 = 1 << 30;
+    const MI: i64 = 1 << 20;
+
+    fn workload(value: Value) -> Workload {
+        serde_json::from_value(value).expect("workload decodes")
+    }
+
+    fn job(spec: Value) -> Workload {
+        workload(json!({"metadata": {"name": "j", "labels": {QUEUE_NAME_LABEL: "q"}}, "spec": spec}))
+    }
+
+    fn job_with_pod(pod_spec: Value) -> Workload {
+        job(json!({"template": {"spec": pod_spec}}))
+    }
+
+    fn only_pod_set(workload: &Workload) -> PodSetRequests {
+        let mut pod_sets = workload.pod_sets(WorkloadKind::Job).expect("pod sets");
+        assert_eq!(pod_sets.len(), 1);
+        pod_sets.remove(0)
+    }
+
+    fn milli(pairs: &[(&str, i64)]) -> BTreeMap<String, i64> {
+        pairs.iter().map(|(resource, value)| (resource.to_string(), *value)).collect()
+    }
+
+    #[test]
+    fn job_with_parallelism_and_a_limits_only_container() {
+        let job = job(json!({
+            "parallelism": 2,
+            "template": {"spec": {"containers": [
+                {"name": "eval", "resources": {"limits": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": 1}}},
+                {"name": "log", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m", "memory": "64Mi"}}}
+            ]}}
+        }));
+        let pod_set = only_pod_set(&job);
+        assert_eq!(pod_set.name, "main");
+        assert_eq!(pod_set.count, 2);
+        assert_eq!(pod_set.min_count, None);
+        assert_eq!(
+            pod_set.per_pod,
+            milli(&[("cpu", 2100), ("memory", (4 * GI + 64 * MI) * 1000), ("nvidia.com/gpu", 1000)])
+        );
+        assert_eq!(
+            pod_set.total,
+            milli(&[("cpu", 4200), ("memory", (8 * GI + 128 * MI) * 1000), ("nvidia.com/gpu", 2000)])
+        );
+        // The existing API still reads the same object.
+        assert_eq!(job.queue_name(), Some("q"));
+    }
+
+    #[test]
+    fn job_counts_follow_defaults_and_completions() {
+        let count = |spec: Value| only_pod_set(&job(spec)).count;
+        assert_eq!(count(json!({})), 1);
+        assert_eq!(count(json!({"parallelism": 4})), 4);
+        assert_eq!(count(json!({"parallelism": 4, "completions": 3})), 3);
+        assert_eq!(count(json!({"parallelism": 4, "completions": 10})), 4);
+        assert_eq!(count(json!({"completions": 5})), 1);
+        assert_eq!(count(json!({"parallelism": 0})), 0);
+        assert_eq!(count(json!({"parallelism": null})), 1);
+        // No spec at all: the API defaults give one pod with no requests.
+        let bare = workload(json!({"metadata": {"name": "j"}}));
+        let pod_set = only_pod_set(&bare);
+        assert_eq!((pod_set.count, pod_set.per_pod.len()), (1, 0));
+        assert_eq!(workload(json!({})).pod_sets(WorkloadKind::JobSet), Ok(vec![]));
+    }
+
+    #[test]
+    fn job_min_parallelism_annotation() {
+        let job = workload(json!({
+            "metadata": {"annotations": {JOB_MIN_PARALLELISM_ANNOTATION: "2"}},
+            "spec": {"parallelism": 5}
+        }));
+        assert_eq!(only_pod_set(&job).min_count, Some(2));
+        let unparsable = workload(json!({"metadata": {"annotations": {JOB_MIN_PARALLELISM_ANNOTATION: "two"}}}));
+        assert_eq!(only_pod_set(&unparsable).min_count, None);
+    }
+
+    #[test]
+    fn jobset_with_replicas_and_parallelism() {
+        let jobset = workload(json!({
+            "metadata": {"name": "aiperf-x"},
+            "spec": {"replicatedJobs": [
+                {"name": "controller", "template": {"spec": {"template": {"spec": {"containers": [
+                    {"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
+                ]}}}}},
+                {"name": "Workers", "replicas": 2, "template": {"spec": {
+                    "parallelism": 3, "completions": 5,
+                    "template": {"spec": {"containers": [
+                        {"resources": {"requests": {"cpu": "4"}, "limits": {"nvidia.com/gpu": "1"}}}
+                    ]}}
+                }}}
+            ]}
+        }));
+        let pod_sets = jobset.pod_sets(WorkloadKind::JobSet).unwrap();
+        assert_eq!(pod_sets.len(), 2);
+        assert_eq!((pod_sets[0].name.as_str(), pod_sets[0].count), ("controller", 1));
+        assert_eq!(pod_sets[0].total, milli(&[("cpu", 500), ("memory", GI * 1000)]));
+        assert_eq!((pod_sets[1].name.as_str(), pod_sets[1].count), ("workers", 6));
+        assert_eq!(pod_sets[1].per_pod, milli(&[("cpu", 4000), ("nvidia.com/gpu", 1000)]));
+        assert_eq!(pod_sets[1].total, milli(&[("cpu", 24_000), ("nvidia.com/gpu", 6000)]));
+        // Completions below parallelism cap the pods per Job; replicas 0 means none.
+        let capped = workload(json!({"spec": {"replicatedJobs": [
+            {"name": "a", "replicas": 3, "template": {"spec": {"parallelism": 4, "completions": 2}}},
+            {"name": "b", "replicas": 0, "template": {"spec": {"parallelism": 4}}}
+        ]}}));
+        let counts: Vec<i64> = capped.pod_sets(WorkloadKind::JobSet).unwrap().iter().map(|p| p.count).collect();
+        assert_eq!(counts, [6, 0]);
+    }
+
+    #[test]
+    fn init_containers_larger_than_containers() {
+        let pod_set = only_pod_set(&job_with_pod(json!({
+            "initContainers": [
+                {"resources": {"requests": {"cpu": "4", "memory": "1Gi"}}},
+                {"resources": {"limits": {"cpu": "3", "example.com/dongle": "2"}}}
+            ],
+            "containers": [
+                {"resources": {"requests": {"cpu": "1", "memory": "2Gi"}}},
+                {"resources": {"requests": {"cpu": "500m"}}}
+            ]
+        })));
+        // cpu: max(1.5, 4, 3); memory: max(2Gi, 1Gi); the init-only resource still counts.
+        assert_eq!(pod_set.per_pod, milli(&[("cpu", 4000), ("example.com/dongle", 2000), ("memory", 2 * GI * 1000)]));
+    }
+
+    #[test]
+    fn sidecars_run_alongside_and_before_later_init_containers() {
+        let pod_set = only_pod_set(&job_with_pod(json!({
+            "initContainers": [
+                {"name": "setup", "resources": {"requests": {"cpu": "1200m"}}},
+                {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}},
+                {"name": "warmup", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}
+            ],
+            "containers": [{"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]
+        })));
+        // containers + sidecar = 1.5 cpu, 1.25Gi; warmup needs 2 + 0.5 cpu, 1Gi + 256Mi; setup 1.2.
+        assert_eq!(pod_set.per_pod, milli(&[("cpu", 2500), ("memory", (GI + 256 * MI) * 1000)]));
+
+        // A sidecar larger than the init containers after it sets the sum.
+        let pod_set = only_pod_set(&job_with_pod(json!({
+            "initContainers": [
+                {"restartPolicy": "Always", "resources": {"limits": {"cpu": "3"}}},
+                {"resources": {"requests": {"cpu": "1"}}},
+                {"restartPolicy": "OnFailure", "resources": {"requests": {"cpu": "1"}}}
+            ],
+            "containers": [{"resources": {"requests": {"cpu": "2"}}}]
+        })));
+        assert_eq!(pod_set.per_pod, milli(&[("cpu", 5000)]));
+    }
+
+    #[test]
+    fn pod_level_resources_and_overhead() {
+        let pod_set = only_pod_set(&job_with_pod(json!({
+            "resources": {"requests": {"cpu": "3"}, "limits": {"memory": "8Gi"}},
+            "overhead": {"cpu": "250m", "memory": "128Mi"},
+            "containers": [
+                {"resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "2"}}}
+            ]
+        })));
+        // Pod-level cpu and memory (limit standing in for the request) replace the
+        // containers' sum; the gpu stays per container; overhead is added on top.
+        assert_eq!(
+            pod_set.per_pod,
+            milli(&[("cpu", 3250), ("memory", (8 * GI + 128 * MI) * 1000), ("nvidia.com/gpu", 2000)])
+        );
+        // Pod-level resources naming only unsupported resources are ignored.
+        let pod_set = only_pod_set(&job_with_pod(json!({
+            "resources": {"requests": {"nvidia.com/gpu": "8"}},
+            "containers": [{"resources": {"requests": {"nvidia.com/gpu": "1"}}}]
+        })));
+        assert_eq!(pod_set.per_pod, milli(&[("nvidia.com/gpu", 1000)]));
+    }
+
+    #[test]
+    fn rounding_happens_once_per_pod_as_in_kueue() {
+        let pod_set = only_pod_set(&job(json!({"parallelism": 3, "template": {"spec": {"containers": [
+            {"resources": {"requests": {"cpu": "0.1m", "memory": "0.5", "nvidia.com/gpu": "1.5", "example.com/zero": "0"}}},
+            {"resources": {"requests": {"cpu": "0.1m", "memory": "0.5"}}}
+        ]}}})));
+        // cpu 0.2m -> 1m; memory 1 byte (exact sum, then rounded); gpu 1.5 -> 2 per pod.
+        assert_eq!(
+            pod_set.per_pod,
+            milli(&[("cpu", 1), ("example.com/zero", 0), ("memory", 1000), ("nvidia.com/gpu", 2000)])
+        );
+        assert_eq!(
+            pod_set.total,
+            milli(&[("cpu", 3), ("example.com/zero", 0), ("memory", 3000), ("nvidia.com/gpu", 6000)])
+        );
+        // Requests win over limits even when zero.
+        let pod_set = only_pod_set(&job_with_pod(json!({"containers": [
+            {"resources": {"requests": {"cpu": 0}, "limits": {"cpu": 2}}}
+        ]})));
+        assert_eq!(pod_set.per_pod, milli(&[("cpu", 0)]));
+    }
+
+    #[test]
+    fn streaming_decode_matches() {
+        // The webhook decodes bytes, not a serde_json::Value: same result, wrong types included.
+        let text = r#"{"spec": {"parallelism": 2, "template": {"spec": {"containers": [
+            {"name": "a", "image": "x", "env": [{"name": "K", "value": "V"}],
+             "resources": {"limits": {"cpu": 1.5, "memory": "1Gi"}, "claims": [{"name": "c"}]}},
+            {"name": "b", "resources": "none"}
+        ]}}}}"#;
+        let decoded: Workload = serde_json::from_str(text).expect("decodes");
+        assert!(
+            decoded.pod_sets(WorkloadKind::Job).unwrap_err().starts_with("spec.template.spec.containers[1].resources:")
+        );
+        let fine = text.replace(r#"{"name": "b", "resources": "none"}"#, r#"{"name": "b"}"#);
+        let decoded: Workload = serde_json::from_str(&fine).expect("decodes");
+        assert_eq!(only_pod_set(&decoded).total, milli(&[("cpu", 3000), ("memory", 2 * GI * 1000)]));
+    }
+
+    #[test]
+    fn malformed_fields_are_reported_not_fatal() {
+        let error = |workload: Workload, kind| workload.pod_sets(kind).unwrap_err();
+        let bad_quantity = job_with_pod(json!({"containers": [
+            {"resources": {"requests": {"cpu": "1"}}},
+            {"resources": {"requests": {"cpu": "2 cores"}}}
+        ]}));
+        let message = error(bad_quantity, WorkloadKind::Job);
+        assert!(
+            message.starts_with("spec.template.spec.containers[1].resources.requests[cpu]: \"2 cores\""),
+            "{message}"
+        );
+
+        let negative = job_with_pod(json!({"containers": [{"resources": {"limits": {"memory": "-1Gi"}}}]}));
+        assert!(error(negative, WorkloadKind::Job).contains("containers[0].resources.limits[memory]"));
+
+        // Wrong JSON types decode (the rest of the object is still usable) and are reported.
+        let wrong_types = job(json!({"parallelism": "2", "template": {"spec": {"containers": "none"}}}));
+        assert_eq!(wrong_types.queue_name(), Some("q"));
+        assert!(error(wrong_types, WorkloadKind::Job).starts_with("spec.parallelism: \"2\""));
+        let wrong_list = job_with_pod(json!({"containers": "none", "priorityClassName": "high"}));
+        assert_eq!(wrong_list.pod_priority_classes()[0].class_name, "high");
+        assert_eq!(
+            error(wrong_list, WorkloadKind::Job),
+            "spec.template.spec.containers: expected an array, found a string"
+        );
+        let wrong_item = job_with_pod(json!({"initContainers": [7]}));
+        assert_eq!(
+            error(wrong_item, WorkloadKind::Job),
+            "spec.template.spec.initContainers[0]: expected an object, found a number"
+        );
+        let wrong_map = job_with_pod(json!({"containers": [{"resources": {"requests": ["cpu"]}}]}));
+        assert!(
+            error(wrong_map, WorkloadKind::Job).ends_with("requests: expected a map of quantities, found an array")
+        );
+        let wrong_policy = job_with_pod(json!({"initContainers": [{"restartPolicy": true}]}));
+        assert!(error(wrong_policy, WorkloadKind::Job).contains("initContainers[0].restartPolicy"));
+        let bad_object = job_with_pod(json!({"containers": [{"resources": {"requests": {"cpu": {"value": 1}}}}]}));
+        assert!(error(bad_object, WorkloadKind::Job).contains("not an object"));
+
+        let jobset = |replicated: Value| workload(json!({"spec": {"replicatedJobs": [replicated]}}));
+        assert_eq!(
+            error(jobset(json!({"name": "w", "replicas": -1})), WorkloadKind::JobSet),
+            "spec.replicatedJobs[0].replicas: -1 is not a valid count (a non-negative 32-bit integer)"
+        );
+        assert_eq!(
+            error(jobset(json!({"replicas": 1})), WorkloadKind::JobSet),
+            "spec.replicatedJobs[0].name: required"
+        );
+        assert!(
+            error(jobset(json!({"name": "w", "template": {"spec": {"completions": 1.5}}})), WorkloadKind::JobSet)
+                .starts_with("spec.replicatedJobs[0].template.spec.completions: 1.5")
+        );
     }
 }

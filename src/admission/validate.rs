@@ -5,7 +5,7 @@ use super::{Decision, Operation, Request, target};
 use crate::cluster::ClusterView;
 use crate::config::Config;
 use crate::error::Error;
-use crate::rules::{Denial, Reason, Subject, priority, queue, update};
+use crate::rules::{self, Reason, update};
 
 pub fn validate(config: &Config, view: &impl ClusterView, request: &Request) -> Result<Decision, Error> {
     let target = match target(config, request)? {
@@ -21,27 +21,10 @@ pub fn validate(config: &Config, view: &impl ClusterView, request: &Request) -> 
                 },
             )
         }
-        _ => check_new(view, target.subject).map(|warnings| Decision::allow_with_warnings(Reason::Checked, warnings)),
+        _ => rules::check_queued(view, target.subject)
+            .map(|warnings| Decision::allow_with_warnings(Reason::Checked, warnings)),
     };
     Ok(result.unwrap_or_else(Decision::deny))
-}
-
-/// The checks for a new workload, in the order a person would fix them: the
-/// queue, then the priority classes, then preemption.
-pub fn check_new(view: &impl ClusterView, subject: Subject<'_>) -> Result<Vec<String>, Denial> {
-    let queue_name = subject.workload.queue_name();
-    let mut warnings = Vec::new();
-    if let Some(name) = queue_name {
-        // The validating webhook sees the mutated object: name the annotation when it is where the label came from.
-        let from_namespace = view.namespace(subject.namespace).and_then(|ns| ns.default_queue.as_deref()) == Some(name);
-        let source = if from_namespace { queue::QueueSource::NamespaceAnnotation } else { queue::QueueSource::Label };
-        warnings = queue::check_local_queue(view, subject, name, source)?;
-    }
-    let priority = priority::workload_priority(view, subject)?;
-    if let Some(name) = queue_name {
-        priority::check_preemption(view, subject, name, &priority)?;
-    }
-    Ok(warnings)
 }
 
 #[cfg(test)]
@@ -139,7 +122,7 @@ mod tests {
             "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: localqueues.kueue.x-k8s.io}\n",
         ]);
         let job = evalhub_job("ns", Some("gone"));
-        let denial = check_new(&state, job_subject(&job)).unwrap_err();
+        let denial = rules::check_queued(&state, job_subject(&job)).unwrap_err();
         assert!(
             denial.message.contains("(namespace annotation kueue.x-k8s.io/default-queue-name)"),
             "{}",
@@ -148,12 +131,15 @@ mod tests {
     }
 
     #[test]
-    fn warnings_for_held_and_orphaned_queues() {
-        for queue in ["held-queue", "orphan-queue"] {
+    fn held_and_orphaned_queues_are_refused_with_a_queue_that_works() {
+        for (queue, reason) in
+            [("held-queue", Reason::LocalQueueStopped), ("orphan-queue", Reason::ClusterQueueMissing)]
+        {
             let decision =
                 validate_create(&evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", queue)], None));
-            assert!(decision.allowed, "{queue}");
-            assert_eq!(decision.warnings.len(), 1, "{queue}: {:?}", decision.warnings);
+            assert_eq!((decision.allowed, decision.reason), (false, reason), "{queue}");
+            let message = decision.message.unwrap();
+            assert!(message.ends_with("a LocalQueue that would admit it (eval-queue)."), "{message}");
         }
     }
 

@@ -5,15 +5,20 @@
 //! state file ([`state_file`]) or, in a cluster, by watch caches ([`watch`]).
 
 pub mod cache;
+pub mod kueue_config;
 pub mod objects;
+pub mod quota;
+pub mod selector;
 pub mod state_file;
 pub mod watch;
 
 use std::collections::{BTreeMap, HashMap};
 
+use kueue_config::KueueConfig;
+
 pub use objects::{
-    ClusterObject, ClusterQueue, Cohort, LocalQueue, NamespaceInfo, PriorityClass, ReclaimWithinCohort, StopPolicy,
-    WithinClusterQueue,
+    ClusterObject, ClusterQueue, Cohort, LocalQueue, NamespaceInfo, NamespaceSelector, PriorityClass,
+    ReclaimWithinCohort, ResourceFlavor, ResourceGroup, StopPolicy, WithinClusterQueue,
 };
 
 /// Read-only lookups the rules need. Implementations answer from memory: no
@@ -21,16 +26,22 @@ pub use objects::{
 pub trait ClusterView {
     fn kueue_installed(&self) -> bool;
     fn namespace(&self, name: &str) -> Option<&NamespaceInfo>;
+    fn namespaces(&self) -> Box<dyn Iterator<Item = (&str, &NamespaceInfo)> + '_>;
     fn local_queue(&self, namespace: &str, name: &str) -> Option<&LocalQueue>;
     /// The LocalQueues of a namespace, by name.
     fn local_queues(&self, namespace: &str) -> Box<dyn Iterator<Item = (&str, &LocalQueue)> + '_>;
     fn cluster_queue(&self, name: &str) -> Option<&ClusterQueue>;
     fn cluster_queues(&self) -> Box<dyn Iterator<Item = (&str, &ClusterQueue)> + '_>;
     fn cohort(&self, name: &str) -> Option<&Cohort>;
+    fn cohorts(&self) -> Box<dyn Iterator<Item = (&str, &Cohort)> + '_>;
+    fn resource_flavor(&self, name: &str) -> Option<&ResourceFlavor>;
+    /// `Some(active)` when the AdmissionCheck exists.
+    fn admission_check(&self, name: &str) -> Option<bool>;
     fn workload_priority_class(&self, name: &str) -> Option<i32>;
     fn workload_priority_classes(&self) -> Box<dyn Iterator<Item = (&str, i32)> + '_>;
     fn priority_class(&self, name: &str) -> Option<&PriorityClass>;
     fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_>;
+    fn kueue_config(&self) -> &KueueConfig;
 }
 
 /// Counts of cached objects, for readiness and metrics.
@@ -40,12 +51,14 @@ pub struct ObjectCounts {
     pub local_queues: usize,
     pub cluster_queues: usize,
     pub cohorts: usize,
+    pub resource_flavors: usize,
+    pub admission_checks: usize,
     pub workload_priority_classes: usize,
     pub priority_classes: usize,
 }
 
 /// The cluster objects the rules read, pruned, indexed for the lookups above.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ClusterState {
     /// Set when the LocalQueue CRD is present (or any Kueue object was seen).
     pub kueue_installed: bool,
@@ -53,11 +66,31 @@ pub struct ClusterState {
     /// namespace -> name -> LocalQueue; sorted by name so listings are stable.
     local_queues: HashMap<String, BTreeMap<String, LocalQueue>>,
     cluster_queues: BTreeMap<String, ClusterQueue>,
-    cohorts: HashMap<String, Cohort>,
+    cohorts: BTreeMap<String, Cohort>,
+    resource_flavors: HashMap<String, ResourceFlavor>,
+    admission_checks: HashMap<String, bool>,
     workload_priority_classes: BTreeMap<String, i32>,
     priority_classes: BTreeMap<String, PriorityClass>,
-    /// Kueue's Configuration (the ConfigMap's YAML), when the state has it.
-    pub kueue_configuration: Option<String>,
+    /// Kueue's Configuration: from its ConfigMap, else what the release's
+    /// manifests install (the ConfigMap a standard install mounts).
+    kueue_config: KueueConfig,
+}
+
+impl Default for ClusterState {
+    fn default() -> Self {
+        Self {
+            kueue_installed: false,
+            namespaces: HashMap::new(),
+            local_queues: HashMap::new(),
+            cluster_queues: BTreeMap::new(),
+            cohorts: BTreeMap::new(),
+            resource_flavors: HashMap::new(),
+            admission_checks: HashMap::new(),
+            workload_priority_classes: BTreeMap::new(),
+            priority_classes: BTreeMap::new(),
+            kueue_config: KueueConfig::release_manifest(),
+        }
+    }
 }
 
 impl ClusterState {
@@ -86,13 +119,21 @@ impl ClusterState {
             ClusterObject::PriorityClass { name, class } => {
                 self.priority_classes.insert(name, class);
             }
+            ClusterObject::ResourceFlavor { name, flavor } => {
+                self.kueue_installed = true;
+                self.resource_flavors.insert(name, flavor);
+            }
+            ClusterObject::AdmissionCheck { name, active } => {
+                self.kueue_installed = true;
+                self.admission_checks.insert(name, active);
+            }
             ClusterObject::OtherKueueObject => self.kueue_installed = true,
             ClusterObject::Crd { name } => {
                 if name == objects::LOCAL_QUEUE_CRD {
                     self.kueue_installed = true;
                 }
             }
-            ClusterObject::KueueConfiguration { text } => self.kueue_configuration = Some(text),
+            ClusterObject::KueueConfiguration { config } => self.kueue_config = *config,
         }
     }
 
@@ -116,12 +157,19 @@ impl ClusterState {
             "Cohort" => {
                 self.cohorts.remove(name);
             }
+            "ResourceFlavor" => {
+                self.resource_flavors.remove(name);
+            }
+            "AdmissionCheck" => {
+                self.admission_checks.remove(name);
+            }
             "WorkloadPriorityClass" => {
                 self.workload_priority_classes.remove(name);
             }
             "PriorityClass" => {
                 self.priority_classes.remove(name);
             }
+            "ConfigMap" => self.kueue_config = KueueConfig::release_manifest(),
             _ => {}
         }
     }
@@ -133,6 +181,8 @@ impl ClusterState {
             "LocalQueue" => self.local_queues.clear(),
             "ClusterQueue" => self.cluster_queues.clear(),
             "Cohort" => self.cohorts.clear(),
+            "ResourceFlavor" => self.resource_flavors.clear(),
+            "AdmissionCheck" => self.admission_checks.clear(),
             "WorkloadPriorityClass" => self.workload_priority_classes.clear(),
             "PriorityClass" => self.priority_classes.clear(),
             _ => {}
@@ -145,6 +195,8 @@ impl ClusterState {
         self.local_queues.clear();
         self.cluster_queues.clear();
         self.cohorts.clear();
+        self.resource_flavors.clear();
+        self.admission_checks.clear();
         self.workload_priority_classes.clear();
     }
 
@@ -154,6 +206,8 @@ impl ClusterState {
             local_queues: self.local_queues.values().map(BTreeMap::len).sum(),
             cluster_queues: self.cluster_queues.len(),
             cohorts: self.cohorts.len(),
+            resource_flavors: self.resource_flavors.len(),
+            admission_checks: self.admission_checks.len(),
             workload_priority_classes: self.workload_priority_classes.len(),
             priority_classes: self.priority_classes.len(),
         }
@@ -167,6 +221,10 @@ impl ClusterView for ClusterState {
 
     fn namespace(&self, name: &str) -> Option<&NamespaceInfo> {
         self.namespaces.get(name)
+    }
+
+    fn namespaces(&self) -> Box<dyn Iterator<Item = (&str, &NamespaceInfo)> + '_> {
+        Box::new(self.namespaces.iter().map(|(name, ns)| (name.as_str(), ns)))
     }
 
     fn local_queue(&self, namespace: &str, name: &str) -> Option<&LocalQueue> {
@@ -192,6 +250,18 @@ impl ClusterView for ClusterState {
         self.cohorts.get(name)
     }
 
+    fn cohorts(&self) -> Box<dyn Iterator<Item = (&str, &Cohort)> + '_> {
+        Box::new(self.cohorts.iter().map(|(name, cohort)| (name.as_str(), cohort)))
+    }
+
+    fn resource_flavor(&self, name: &str) -> Option<&ResourceFlavor> {
+        self.resource_flavors.get(name)
+    }
+
+    fn admission_check(&self, name: &str) -> Option<bool> {
+        self.admission_checks.get(name).copied()
+    }
+
     fn workload_priority_class(&self, name: &str) -> Option<i32> {
         self.workload_priority_classes.get(name).copied()
     }
@@ -206,5 +276,9 @@ impl ClusterView for ClusterState {
 
     fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_> {
         Box::new(self.priority_classes.iter().map(|(name, class)| (name.as_str(), class)))
+    }
+
+    fn kueue_config(&self) -> &KueueConfig {
+        &self.kueue_config
     }
 }

@@ -1,17 +1,25 @@
 //! The cluster objects the rules read, pruned to the fields they use, and decoded
 //! from either Kueue API version (v1beta1 and v1beta2 differ in a few names).
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 use serde_json::Value;
+
+use super::kueue_config::KueueConfig;
+use super::selector::LabelSelector;
+use crate::quantity::Quantity;
 
 pub const KUEUE_GROUP: &str = "kueue.x-k8s.io";
 /// The CRD whose presence means "Kueue is installed".
 pub const LOCAL_QUEUE_CRD: &str = "localqueues.kueue.x-k8s.io";
 
-/// A namespace as the rules see it: only its default-queue annotation.
+/// A namespace as the rules see it: its default-queue annotation and its labels
+/// (ClusterQueue namespaceSelectors and Kueue's managedJobsNamespaceSelector match them).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NamespaceInfo {
     pub default_queue: Option<String>,
+    pub labels: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,10 +40,130 @@ pub enum StopPolicy {
 pub struct ClusterQueue {
     /// `spec.cohortName` (v1beta2) or `spec.cohort` (v1beta1).
     pub cohort: Option<String>,
+    pub namespace_selector: NamespaceSelector,
+    pub stop_policy: StopPolicy,
+    pub resource_groups: Vec<ResourceGroup>,
+    /// `spec.admissionChecks` (v1beta1) and `spec.admissionChecksStrategy.admissionChecks[].name`.
+    pub admission_checks: Vec<String>,
     pub within_cluster_queue: WithinClusterQueue,
     pub reclaim_within_cohort: ReclaimWithinCohort,
-    /// Some resource of some flavor has no `borrowingLimit`, or one above zero.
-    pub can_borrow: bool,
+    pub borrow_within_cohort: BorrowWithinCohort,
+    pub flavor_fungibility: FlavorFungibility,
+}
+
+/// Which namespaces a ClusterQueue admits from. Kueue reads an absent selector
+/// as "nothing" (`metav1.LabelSelectorAsSelector(nil)` is `labels.Nothing()`,
+/// then `workload.ValidateAdmissibility` answers ErrNamespaceMismatch), and a
+/// selector it cannot parse keeps the ClusterQueue out of its cache altogether
+/// (`clusterQueue.updateClusterQueue` returns the error).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum NamespaceSelector {
+    #[default]
+    Absent,
+    Selector(LabelSelector),
+    Invalid(String),
+}
+
+/// A resource group: the resources it covers and its flavors, in the order
+/// Kueue tries them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ResourceGroup {
+    pub covered_resources: Vec<String>,
+    pub flavors: Vec<FlavorQuotas>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FlavorQuotas {
+    pub name: String,
+    pub resources: Vec<ResourceQuota>,
+}
+
+/// One resource's quota in milli-units (see [`crate::quantity`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ResourceQuota {
+    pub name: String,
+    pub nominal: i64,
+    pub borrowing_limit: Option<i64>,
+    pub lending_limit: Option<i64>,
+}
+
+/// `preemption.borrowWithinCohort`: may the queue preempt while it borrows, and
+/// below which priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BorrowWithinCohort {
+    pub lower_priority: bool,
+    pub max_priority_threshold: Option<i32>,
+}
+
+/// `flavorFungibility`, with Kueue's defaults (MayStopSearch / TryNextFlavor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlavorFungibility {
+    /// whenCanBorrow is TryNextFlavor: a flavor that needs borrowing is not taken
+    /// while a later one fits without.
+    pub try_next_when_can_borrow: bool,
+    /// whenCanPreempt is TryNextFlavor (the default).
+    pub try_next_when_can_preempt: bool,
+}
+
+impl Default for FlavorFungibility {
+    fn default() -> Self {
+        Self { try_next_when_can_borrow: false, try_next_when_can_preempt: true }
+    }
+}
+
+impl ResourceGroup {
+    pub fn covers(&self, resource: &str) -> bool {
+        self.covered_resources.iter().any(|r| r == resource)
+    }
+}
+
+impl FlavorQuotas {
+    pub fn quota(&self, resource: &str) -> Option<&ResourceQuota> {
+        self.resources.iter().find(|q| q.name == resource)
+    }
+}
+
+impl ClusterQueue {
+    /// The resource group covering `resource` (Kueue: `RGByResource`).
+    pub fn group_for(&self, resource: &str) -> Option<&ResourceGroup> {
+        self.resource_groups.iter().find(|group| group.covers(resource))
+    }
+
+    /// Every flavor the queue names, in order, each once.
+    pub fn flavor_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for flavor in self.resource_groups.iter().flat_map(|g| &g.flavors) {
+            if !names.contains(&flavor.name.as_str()) {
+                names.push(&flavor.name);
+            }
+        }
+        names
+    }
+
+    pub fn quota(&self, flavor: &str, resource: &str) -> Option<&ResourceQuota> {
+        self.resource_groups
+            .iter()
+            .flat_map(|g| &g.flavors)
+            .filter(|f| f.name == flavor)
+            .find_map(|f| f.quota(resource))
+    }
+}
+
+/// A ResourceFlavor: the node labels and taints Kueue matches pod sets against.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ResourceFlavor {
+    pub node_labels: BTreeMap<String, String>,
+    pub node_taints: Vec<Taint>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+pub struct Taint {
+    #[serde(default)]
+    pub key: String,
+    #[serde(default)]
+    pub value: Option<String>,
+    #[serde(default)]
+    pub effect: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,6 +180,16 @@ pub enum ReclaimWithinCohort {
     Never,
     LowerPriority,
     Any,
+}
+
+impl StopPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "None",
+            Self::Hold => "Hold",
+            Self::HoldAndDrain => "HoldAndDrain",
+        }
+    }
 }
 
 impl WithinClusterQueue {
@@ -77,6 +215,8 @@ impl ReclaimWithinCohort {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Cohort {
     pub parent: Option<String>,
+    /// A Cohort's own quota, lent to its subtree (v1beta1 and later).
+    pub resource_groups: Vec<ResourceGroup>,
 }
 
 /// A scheduling.k8s.io/v1 PriorityClass.
@@ -114,15 +254,24 @@ pub enum ClusterObject {
         name: String,
         class: PriorityClass,
     },
+    ResourceFlavor {
+        name: String,
+        flavor: ResourceFlavor,
+    },
+    /// An AdmissionCheck; Kueue counts it only when its Active condition is True.
+    AdmissionCheck {
+        name: String,
+        active: bool,
+    },
     /// Any other kueue.x-k8s.io object (ResourceFlavor, Workload, ...): proves Kueue is installed.
     OtherKueueObject,
     /// A CustomResourceDefinition; only `localqueues.kueue.x-k8s.io` matters.
     Crd {
         name: String,
     },
-    /// Kueue's Configuration, as its ConfigMap holds it (the YAML text, unparsed).
+    /// Kueue's Configuration, read from its ConfigMap.
     KueueConfiguration {
-        text: String,
+        config: Box<KueueConfig>,
     },
 }
 
@@ -141,7 +290,9 @@ struct WireMeta {
     #[serde(default)]
     namespace: Option<String>,
     #[serde(default)]
-    annotations: Option<std::collections::BTreeMap<String, String>>,
+    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -159,9 +310,19 @@ struct WireClusterQueueSpec {
     #[serde(default, alias = "cohort")]
     cohort_name: Option<String>,
     #[serde(default)]
+    namespace_selector: Option<Value>,
+    #[serde(default)]
+    stop_policy: Option<String>,
+    #[serde(default)]
     preemption: Option<WirePreemption>,
     #[serde(default)]
     resource_groups: Option<Vec<WireResourceGroup>>,
+    #[serde(default)]
+    admission_checks: Option<Vec<String>>,
+    #[serde(default)]
+    admission_checks_strategy: Option<WireAdmissionChecksStrategy>,
+    #[serde(default)]
+    flavor_fungibility: Option<WireFlavorFungibility>,
 }
 
 #[derive(Deserialize, Default)]
@@ -171,16 +332,54 @@ struct WirePreemption {
     within_cluster_queue: Option<String>,
     #[serde(default)]
     reclaim_within_cohort: Option<String>,
+    #[serde(default)]
+    borrow_within_cohort: Option<WireBorrowWithinCohort>,
 }
 
 #[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct WireBorrowWithinCohort {
+    #[serde(default)]
+    policy: Option<String>,
+    #[serde(default)]
+    max_priority_threshold: Option<i64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct WireFlavorFungibility {
+    #[serde(default)]
+    when_can_borrow: Option<String>,
+    #[serde(default)]
+    when_can_preempt: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct WireAdmissionChecksStrategy {
+    #[serde(default)]
+    admission_checks: Option<Vec<WireNamed>>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireNamed {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct WireResourceGroup {
+    #[serde(default)]
+    covered_resources: Option<Vec<String>>,
     #[serde(default)]
     flavors: Option<Vec<WireFlavor>>,
 }
 
 #[derive(Deserialize, Default)]
 struct WireFlavor {
+    #[serde(default)]
+    name: Option<String>,
     #[serde(default)]
     resources: Option<Vec<WireResource>>,
 }
@@ -189,7 +388,44 @@ struct WireFlavor {
 #[serde(rename_all = "camelCase")]
 struct WireResource {
     #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    nominal_quota: Option<Value>,
+    #[serde(default)]
     borrowing_limit: Option<Value>,
+    #[serde(default)]
+    lending_limit: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct WireResourceFlavorSpec {
+    #[serde(default)]
+    node_labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    node_taints: Option<Vec<Taint>>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireConditions {
+    #[serde(default)]
+    conditions: Option<Vec<WireCondition>>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireCondition {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireAdmissionCheck {
+    #[serde(default)]
+    metadata: WireMeta,
+    #[serde(default)]
+    status: Option<WireConditions>,
 }
 
 #[derive(Deserialize, Default)]
@@ -198,6 +434,8 @@ struct WireCohortSpec {
     /// `parentName` in v1beta1/v1beta2, `parent` in the old v1alpha1.
     #[serde(default, alias = "parent")]
     parent_name: Option<String>,
+    #[serde(default)]
+    resource_groups: Option<Vec<WireResourceGroup>>,
 }
 
 #[derive(Deserialize)]
@@ -214,7 +452,7 @@ struct WireConfigMap {
     #[serde(default)]
     metadata: WireMeta,
     #[serde(default)]
-    data: Option<std::collections::BTreeMap<String, String>>,
+    data: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize)]
@@ -264,7 +502,8 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
                 .and_then(|a| a.get(crate::workload::DEFAULT_QUEUE_ANNOTATION))
                 .cloned()
                 .filter(|value| !value.is_empty());
-            ClusterObject::Namespace { name: named(&wire.metadata)?, info: NamespaceInfo { default_queue } }
+            let labels = wire.metadata.labels.clone().unwrap_or_default();
+            ClusterObject::Namespace { name: named(&wire.metadata)?, info: NamespaceInfo { default_queue, labels } }
         }
         (KUEUE_GROUP, "LocalQueue") => {
             let wire: WireObject<WireLocalQueueSpec> = serde_json::from_value(object).map_err(bad)?;
@@ -276,29 +515,52 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
                 .filter(|ns| !ns.is_empty())
                 .ok_or_else(|| DecodeError(format!("LocalQueue {name} without metadata.namespace")))?;
             let spec = wire.spec.unwrap_or_default();
-            let stop_policy = match spec.stop_policy.as_deref() {
-                Some("Hold") => StopPolicy::Hold,
-                Some("HoldAndDrain") => StopPolicy::HoldAndDrain,
-                _ => StopPolicy::None,
-            };
+            let stop_policy = parse_stop_policy(spec.stop_policy.as_deref());
             let queue = LocalQueue { cluster_queue: spec.cluster_queue.unwrap_or_default(), stop_policy };
             ClusterObject::LocalQueue { namespace, name, queue }
         }
         (KUEUE_GROUP, "ClusterQueue") => {
             let wire: WireObject<WireClusterQueueSpec> = serde_json::from_value(object).map_err(bad)?;
             let name = named(&wire.metadata)?;
-            ClusterObject::ClusterQueue { name, queue: prune_cluster_queue(wire.spec.unwrap_or_default()) }
+            let queue = prune_cluster_queue(wire.spec.unwrap_or_default())
+                .map_err(|e| DecodeError(format!("ClusterQueue {name}: {e}")))?;
+            ClusterObject::ClusterQueue { name, queue }
         }
         (KUEUE_GROUP, "Cohort") => {
             let wire: WireObject<WireCohortSpec> = serde_json::from_value(object).map_err(bad)?;
             let name = named(&wire.metadata)?;
-            let parent = wire.spec.unwrap_or_default().parent_name.filter(|p| !p.is_empty());
-            ClusterObject::Cohort { name, cohort: Cohort { parent } }
+            let spec = wire.spec.unwrap_or_default();
+            let parent = spec.parent_name.filter(|p| !p.is_empty());
+            let resource_groups =
+                prune_resource_groups(spec.resource_groups).map_err(|e| DecodeError(format!("Cohort {name}: {e}")))?;
+            ClusterObject::Cohort { name, cohort: Cohort { parent, resource_groups } }
         }
         (KUEUE_GROUP, "WorkloadPriorityClass") => {
             let wire: WireValueObject = serde_json::from_value(object).map_err(bad)?;
             let name = named(&wire.metadata)?;
             ClusterObject::WorkloadPriorityClass { name, value: clamp_priority(wire.value.unwrap_or(0)) }
+        }
+        (KUEUE_GROUP, "ResourceFlavor") => {
+            let wire: WireObject<WireResourceFlavorSpec> = serde_json::from_value(object).map_err(bad)?;
+            let name = named(&wire.metadata)?;
+            let spec = wire.spec.unwrap_or_default();
+            let flavor = ResourceFlavor {
+                node_labels: spec.node_labels.unwrap_or_default(),
+                node_taints: spec.node_taints.unwrap_or_default(),
+            };
+            ClusterObject::ResourceFlavor { name, flavor }
+        }
+        (KUEUE_GROUP, "AdmissionCheck") => {
+            // Active is the condition Kueue's cache reads (`admissionCheck.Active`).
+            let wire: WireAdmissionCheck = serde_json::from_value(object).map_err(bad)?;
+            let name = named(&wire.metadata)?;
+            let active = wire
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.kind.as_deref() == Some("Active") && c.status.as_deref() == Some("True"));
+            ClusterObject::AdmissionCheck { name, active }
         }
         (KUEUE_GROUP, _) => ClusterObject::OtherKueueObject,
         ("scheduling.k8s.io", "PriorityClass") => {
@@ -324,7 +586,9 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
                 .data
                 .and_then(|mut data| data.remove(KUEUE_CONFIG_KEY))
                 .ok_or_else(|| DecodeError(format!("ConfigMap {namespace}/{name} has no data.{KUEUE_CONFIG_KEY}")))?;
-            ClusterObject::KueueConfiguration { text }
+            let config = KueueConfig::parse_in_namespace(&text, &namespace)
+                .map_err(|e| DecodeError(format!("ConfigMap {namespace}/{name}: {e}")))?;
+            ClusterObject::KueueConfiguration { config: Box::new(config) }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             let wire: WireObject<Value> = serde_json::from_value(object).map_err(bad)?;
@@ -355,37 +619,79 @@ fn parse_reclaim(value: Option<&str>) -> ReclaimWithinCohort {
     }
 }
 
-fn prune_cluster_queue(spec: WireClusterQueueSpec) -> ClusterQueue {
+fn prune_cluster_queue(spec: WireClusterQueueSpec) -> Result<ClusterQueue, String> {
     let preemption = spec.preemption.unwrap_or_default();
-    let can_borrow = spec
-        .resource_groups
-        .iter()
-        .flatten()
-        .flat_map(|group| group.flavors.iter().flatten())
-        .flat_map(|flavor| flavor.resources.iter().flatten())
-        .any(|resource| match &resource.borrowing_limit {
-            None | Some(Value::Null) => true,
-            Some(limit) => !quantity_is_zero(limit),
-        });
-    ClusterQueue {
+    let namespace_selector = match spec.namespace_selector {
+        None | Some(Value::Null) => NamespaceSelector::Absent,
+        Some(value) => match LabelSelector::from_value(value) {
+            Ok(selector) => NamespaceSelector::Selector(selector),
+            Err(error) => NamespaceSelector::Invalid(error),
+        },
+    };
+    let mut admission_checks = spec.admission_checks.unwrap_or_default();
+    let strategy = spec.admission_checks_strategy.and_then(|s| s.admission_checks).unwrap_or_default();
+    admission_checks.extend(strategy.into_iter().filter_map(|check| check.name));
+    let borrow = preemption.borrow_within_cohort.unwrap_or_default();
+    let fungibility = spec.flavor_fungibility.unwrap_or_default();
+    Ok(ClusterQueue {
         cohort: spec.cohort_name.filter(|c| !c.is_empty()),
+        namespace_selector,
+        stop_policy: parse_stop_policy(spec.stop_policy.as_deref()),
+        resource_groups: prune_resource_groups(spec.resource_groups)?,
+        admission_checks,
         within_cluster_queue: parse_within(preemption.within_cluster_queue.as_deref()),
         reclaim_within_cohort: parse_reclaim(preemption.reclaim_within_cohort.as_deref()),
-        can_borrow,
-    }
+        borrow_within_cohort: BorrowWithinCohort {
+            lower_priority: borrow.policy.as_deref() == Some("LowerPriority"),
+            max_priority_threshold: borrow.max_priority_threshold.map(clamp_priority),
+        },
+        flavor_fungibility: FlavorFungibility {
+            try_next_when_can_borrow: fungibility.when_can_borrow.as_deref() == Some("TryNextFlavor"),
+            // "Preempt" (v1beta1) and "MayStopSearch" (v1beta2) stop; absent is TryNextFlavor.
+            try_next_when_can_preempt: !matches!(
+                fungibility.when_can_preempt.as_deref(),
+                Some("Preempt" | "MayStopSearch")
+            ),
+        },
+    })
 }
 
-/// Whether a Kubernetes quantity (`0`, `"0"`, `"0Gi"`, `"0.0"`, `"0m"`) is zero.
-/// Only zero matters: any positive limit lets the queue borrow.
-pub fn quantity_is_zero(quantity: &Value) -> bool {
-    match quantity {
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => {
-            let numeric: String =
-                s.trim().chars().take_while(|c| c.is_ascii_digit() || matches!(c, '.' | '+' | '-')).collect();
-            numeric.parse::<f64>().is_ok_and(|n| n == 0.0)
+fn prune_resource_groups(groups: Option<Vec<WireResourceGroup>>) -> Result<Vec<ResourceGroup>, String> {
+    let mut pruned = Vec::new();
+    for group in groups.unwrap_or_default() {
+        let mut flavors = Vec::new();
+        for flavor in group.flavors.unwrap_or_default() {
+            let name = flavor.name.unwrap_or_default();
+            let mut resources = Vec::new();
+            for resource in flavor.resources.unwrap_or_default() {
+                let resource_name = resource.name.unwrap_or_default();
+                let amount = |field: &str, value: Option<Value>| -> Result<Option<i64>, String> {
+                    match value {
+                        None | Some(Value::Null) => Ok(None),
+                        Some(value) => Quantity::from_json(&value)
+                            .map(|q| Some(q.kueue_milli(&resource_name)))
+                            .map_err(|e| format!("flavor {name}, resource {resource_name}, {field}: {e}")),
+                    }
+                };
+                resources.push(ResourceQuota {
+                    nominal: amount("nominalQuota", resource.nominal_quota)?.unwrap_or(0),
+                    borrowing_limit: amount("borrowingLimit", resource.borrowing_limit)?,
+                    lending_limit: amount("lendingLimit", resource.lending_limit)?,
+                    name: resource_name,
+                });
+            }
+            flavors.push(FlavorQuotas { name, resources });
         }
-        _ => false,
+        pruned.push(ResourceGroup { covered_resources: group.covered_resources.unwrap_or_default(), flavors });
+    }
+    Ok(pruned)
+}
+
+fn parse_stop_policy(value: Option<&str>) -> StopPolicy {
+    match value {
+        Some("Hold") => StopPolicy::Hold,
+        Some("HoldAndDrain") => StopPolicy::HoldAndDrain,
+        _ => StopPolicy::None,
     }
 }
 
@@ -393,16 +699,6 @@ pub fn quantity_is_zero(quantity: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn zero_quantities() {
-        for zero in [json!(0), json!("0"), json!("0Gi"), json!("0.0"), json!("0m"), json!("+0")] {
-            assert!(quantity_is_zero(&zero), "{zero} is zero");
-        }
-        for nonzero in [json!(1), json!("1"), json!("500m"), json!("0.5"), json!("2Gi"), json!("1e3")] {
-            assert!(!quantity_is_zero(&nonzero), "{nonzero} is not zero");
-        }
-    }
 
     #[test]
     fn cluster_queue_v1beta1_and_v1beta2_names() {
@@ -424,10 +720,10 @@ mod tests {
         assert_eq!(old.cohort.as_deref(), Some("research"));
         assert_eq!(old.within_cluster_queue, WithinClusterQueue::LowerPriority);
         assert_eq!(old.reclaim_within_cohort, ReclaimWithinCohort::Any);
-        assert!(!old.can_borrow, "borrowingLimit 0 everywhere");
+        assert_eq!(old.quota("", "cpu").map(|q| (q.nominal, q.borrowing_limit)), Some((8000, Some(0))));
         assert_eq!(new.cohort.as_deref(), Some("research"));
         assert_eq!(new.within_cluster_queue, WithinClusterQueue::Never);
-        assert!(new.can_borrow, "no borrowingLimit means unlimited borrowing");
+        assert_eq!(new.quota("", "cpu").map(|q| q.borrowing_limit), Some(None), "no borrowingLimit: unlimited");
     }
 
     #[test]
@@ -436,7 +732,10 @@ mod tests {
             let decoded = decode("kueue.x-k8s.io/v1beta2", "Cohort", json!({"metadata": {"name": "c"}, "spec": spec}));
             assert_eq!(
                 decoded.unwrap(),
-                Some(ClusterObject::Cohort { name: "c".into(), cohort: Cohort { parent: Some("root".into()) } })
+                Some(ClusterObject::Cohort {
+                    name: "c".into(),
+                    cohort: Cohort { parent: Some("root".into()), resource_groups: Vec::new() }
+                })
             );
         }
     }
@@ -447,7 +746,7 @@ mod tests {
         assert!(decode("kueue.x-k8s.io/v1beta2", "LocalQueue", json!({"metadata": {"name": "q"}})).is_err());
         assert_eq!(decode("apps/v1", "Deployment", json!({})).unwrap(), None);
         assert_eq!(
-            decode("kueue.x-k8s.io/v1beta2", "ResourceFlavor", json!({})).unwrap(),
+            decode("kueue.x-k8s.io/v1beta2", "Workload", json!({})).unwrap(),
             Some(ClusterObject::OtherKueueObject)
         );
     }

@@ -25,10 +25,12 @@ use crate::workload::DEFAULT_QUEUE_ANNOTATION;
 
 /// Kinds whose first list must complete before the view is synced.
 pub const CORE_KINDS: [&str; 3] = ["Namespace", "PriorityClass", "CustomResourceDefinition"];
-const KUEUE_KINDS: [(&str, &str); 4] = [
+const KUEUE_KINDS: [(&str, &str); 6] = [
     ("LocalQueue", "localqueues"),
     ("ClusterQueue", "clusterqueues"),
     ("Cohort", "cohorts"),
+    ("ResourceFlavor", "resourceflavors"),
+    ("AdmissionCheck", "admissionchecks"),
     ("WorkloadPriorityClass", "workloadpriorityclasses"),
 ];
 /// Newest first: the first version the API server serves for a kind is used.
@@ -96,7 +98,8 @@ async fn watch_namespaces(client: kube::Client, cache: Arc<ClusterCache>) {
     let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
     let prune = |object: PartialObjectMeta<Namespace>| {
         let default_queue = object.annotations().get(DEFAULT_QUEUE_ANNOTATION).filter(|v| !v.is_empty()).cloned();
-        Some(ClusterObject::Namespace { name: object.name_any(), info: NamespaceInfo { default_queue } })
+        let labels = object.labels().clone();
+        Some(ClusterObject::Namespace { name: object.name_any(), info: NamespaceInfo { default_queue, labels } })
     };
     follow("Namespace", stream, cache, prune, |object| (String::new(), object.name_any())).await;
 }

@@ -3,12 +3,16 @@
 //!
 //! [`ClusterView`]: crate::cluster::ClusterView
 
+pub mod admissibility;
+pub mod exposure;
 pub mod priority;
 pub mod queue;
 pub mod suspend;
 pub mod update;
 
 use std::fmt;
+
+use crate::cluster::ClusterView;
 
 /// Why a review ended as it did: the `reason` metric label, the audit annotation,
 /// and the log field. Stable strings: dashboards and alerts key on them.
@@ -33,6 +37,15 @@ pub enum Reason {
     MissingLocalQueue,
     MissingWorkloadPriorityClass,
     MissingPriorityClass,
+    LocalQueueStopped,
+    ClusterQueueMissing,
+    ClusterQueueInactive,
+    NamespaceNotSelected,
+    ResourceUncovered,
+    ExceedsQuota,
+    NamespaceNotManaged,
+    IntegrationDisabled,
+    PodsWouldBeRefused,
     Preemptible,
     QueueLabelRemoved,
     QueueChangedWhileRunning,
@@ -58,11 +71,80 @@ impl Reason {
             Self::MissingLocalQueue => "missing-local-queue",
             Self::MissingWorkloadPriorityClass => "missing-workload-priority-class",
             Self::MissingPriorityClass => "missing-priority-class",
+            Self::LocalQueueStopped => "local-queue-stopped",
+            Self::ClusterQueueMissing => "cluster-queue-missing",
+            Self::ClusterQueueInactive => "cluster-queue-inactive",
+            Self::NamespaceNotSelected => "namespace-not-selected",
+            Self::ResourceUncovered => "resource-uncovered",
+            Self::ExceedsQuota => "exceeds-quota",
+            Self::NamespaceNotManaged => "namespace-not-managed",
+            Self::IntegrationDisabled => "integration-disabled",
+            Self::PodsWouldBeRefused => "pods-would-be-refused",
             Self::Preemptible => "preemptible",
             Self::QueueLabelRemoved => "queue-label-removed",
             Self::QueueChangedWhileRunning => "queue-changed-while-running",
             Self::UnsuspendNotAllowed => "unsuspend-not-allowed",
         }
+    }
+}
+
+impl Reason {
+    /// Every reason, in declaration order.
+    pub const ALL: [Reason; 29] = [
+        Self::NotAWorkload,
+        Self::Subresource,
+        Self::OperationNotReviewed,
+        Self::NotAnEvaluation,
+        Self::OwnedByKueueWorkload,
+        Self::BeingDeleted,
+        Self::Queued,
+        Self::AlreadyQueued,
+        Self::BypassesKueue,
+        Self::Checked,
+        Self::UpdateUnchanged,
+        Self::InvalidDefaultQueue,
+        Self::KueueNotInstalled,
+        Self::MissingLocalQueue,
+        Self::MissingWorkloadPriorityClass,
+        Self::MissingPriorityClass,
+        Self::LocalQueueStopped,
+        Self::ClusterQueueMissing,
+        Self::ClusterQueueInactive,
+        Self::NamespaceNotSelected,
+        Self::ResourceUncovered,
+        Self::ExceedsQuota,
+        Self::NamespaceNotManaged,
+        Self::IntegrationDisabled,
+        Self::PodsWouldBeRefused,
+        Self::Preemptible,
+        Self::QueueLabelRemoved,
+        Self::QueueChangedWhileRunning,
+        Self::UnsuspendNotAllowed,
+    ];
+
+    /// The reason whose label is `label`.
+    pub fn from_label(label: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|reason| reason.as_str() == label)
+    }
+
+    /// Denials that claim Kueue would never admit the workload (the judge checks them).
+    pub fn claims_never_admitted(self) -> bool {
+        matches!(
+            self,
+            Self::InvalidDefaultQueue
+                | Self::KueueNotInstalled
+                | Self::MissingLocalQueue
+                | Self::MissingWorkloadPriorityClass
+                | Self::MissingPriorityClass
+                | Self::LocalQueueStopped
+                | Self::ClusterQueueMissing
+                | Self::ClusterQueueInactive
+                | Self::NamespaceNotSelected
+                | Self::ResourceUncovered
+                | Self::ExceedsQuota
+                | Self::NamespaceNotManaged
+                | Self::IntegrationDisabled
+        )
     }
 }
 
@@ -114,6 +196,73 @@ impl fmt::Display for Subject<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.kind, self.workload.display_name(self.namespace))
     }
+}
+
+/// The checks for a queued workload, in the order a person would fix them:
+/// the queue, the priority class Kueue reads, whether Kueue would ever admit
+/// it, the pods' classes, then preemption. Warnings are returned when allowed.
+pub fn check_queued(view: &impl ClusterView, subject: Subject<'_>) -> Result<Vec<String>, Denial> {
+    let queue_name = subject.workload.queue_name();
+    let priority = priority::workload_priority(view, subject);
+    // The API server has validated the quantities by now; an unreadable one leaves quota unchecked.
+    let pod_sets = subject.workload.pod_sets(subject.kind).unwrap_or_default();
+    if let Some(name) = queue_name {
+        // The validating webhook sees the mutated object: name the annotation when it is where the label came from.
+        let from_namespace = view.namespace(subject.namespace).and_then(|ns| ns.default_queue.as_deref()) == Some(name);
+        let source = if from_namespace { queue::QueueSource::NamespaceAnnotation } else { queue::QueueSource::Label };
+        // Ways out are offered only when the workload's priority is known: exposure depends on it.
+        let working = match &priority {
+            Ok(priority) => working_queues(view, subject, priority, &pod_sets, name),
+            Err(_) => Vec::new(),
+        };
+        queue::check_local_queue(view, subject, name, source, &working)?;
+    }
+    let priority = priority?;
+    if queue_name.is_some()
+        && let Err(unmanaged) = admissibility::check_managed(view, subject)
+    {
+        return Err(admissibility::denial(subject, unmanaged, &[]));
+    }
+    let working = |except: &str| working_queues(view, subject, &priority, &pod_sets, except);
+    let usage = match queue_name {
+        Some(name) => match admissibility::check(view, subject, name, &pod_sets) {
+            Ok(usage) => Some((name, usage)),
+            Err(inadmissible) => {
+                return Err(admissibility::denial(subject, inadmissible, &queue::use_instead(&working(name))));
+            }
+        },
+        None => None,
+    };
+    priority::check_pod_priority_classes(view, subject)?;
+    if let Some((name, usage)) = usage
+        && !subject.workload.is_checkpointing()
+    {
+        exposure::check_preemption(view, subject, name, &priority, &usage, &working(name))?;
+    }
+    Ok(Vec::new())
+}
+
+/// The namespace's LocalQueues, other than `except`, through which Kueue would
+/// admit this workload and, unless it checkpoints, could not preempt it: the
+/// only queues a denial may offer as a way out.
+pub fn working_queues<'v>(
+    view: &'v impl ClusterView,
+    subject: Subject<'_>,
+    priority: &priority::Priority,
+    pod_sets: &[crate::workload::PodSetRequests],
+    except: &str,
+) -> Vec<&'v str> {
+    view.local_queues(subject.namespace)
+        .filter(|(name, _)| *name != except)
+        .filter(|(name, queue)| match admissibility::check(view, subject, name, pod_sets) {
+            Ok(usage) => {
+                subject.workload.is_checkpointing()
+                    || exposure::exposure(view, &queue.cluster_queue, priority.value, &usage).is_none()
+            }
+            Err(_) => false,
+        })
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// Joins names for a message: `a, b, c`.

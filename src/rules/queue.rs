@@ -1,7 +1,7 @@
 //! Which LocalQueue a workload goes to, and whether that queue can ever admit it.
 
 use super::{Absent, Denial, Reason, Subject, join};
-use crate::cluster::{ClusterView, StopPolicy};
+use crate::cluster::ClusterView;
 use crate::workload::{DEFAULT_QUEUE_ANNOTATION, QUEUE_NAME_LABEL};
 
 /// The LocalQueue Kueue's own defaulting uses when nothing else names one.
@@ -64,16 +64,17 @@ pub fn bypass_warning(subject: Subject<'_>) -> String {
     )
 }
 
-/// Checks that the named LocalQueue can admit the workload. A missing queue is a
-/// denial (the workload would stay suspended forever); a held queue or a missing
-/// ClusterQueue is a warning (someone can still fix it without a resubmit).
+/// Checks that Kueue is installed and the named LocalQueue exists; a denial
+/// otherwise, since the workload would stay suspended forever. `working` are
+/// the namespace's queues that would admit it (see [`super::working_queues`]),
+/// the only ones the denial offers.
 pub fn check_local_queue(
     view: &impl ClusterView,
     subject: Subject<'_>,
     queue: &str,
     source: QueueSource,
-) -> Result<Vec<String>, Denial> {
-    let namespace = subject.namespace;
+    working: &[&str],
+) -> Result<(), Denial> {
     if !view.kueue_installed() {
         return Err(Denial::new(
             Reason::KueueNotInstalled,
@@ -85,49 +86,43 @@ pub fn check_local_queue(
             ),
         ));
     }
-    let Some(local_queue) = view.local_queue(namespace, queue) else {
-        return Err(missing_local_queue(view, subject, queue, source));
-    };
-    let mut warnings = Vec::new();
-    match local_queue.stop_policy {
-        StopPolicy::None => {}
-        StopPolicy::Hold => warnings.push(format!(
-            "LocalQueue '{queue}' in namespace '{namespace}' has stopPolicy Hold: Kueue admits nothing new from it \
-             until its owner sets stopPolicy None."
-        )),
-        StopPolicy::HoldAndDrain => warnings.push(format!(
-            "LocalQueue '{queue}' in namespace '{namespace}' has stopPolicy HoldAndDrain: Kueue admits nothing from it \
-             and evicts what it admitted, until its owner sets stopPolicy None."
-        )),
+    if view.local_queue(subject.namespace, queue).is_none() {
+        return Err(missing_local_queue(view, subject, queue, source, working));
     }
-    if !local_queue.cluster_queue.is_empty() && view.cluster_queue(&local_queue.cluster_queue).is_none() {
-        warnings.push(format!(
-            "LocalQueue '{queue}' in namespace '{namespace}' points to ClusterQueue '{}', which does not exist: \
-             the workload waits until a cluster administrator creates it.",
-            local_queue.cluster_queue
-        ));
-    }
-    Ok(warnings)
+    Ok(())
 }
 
-fn missing_local_queue(view: &impl ClusterView, subject: Subject<'_>, queue: &str, source: QueueSource) -> Denial {
+fn missing_local_queue(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    queue: &str,
+    source: QueueSource,
+    working: &[&str],
+) -> Denial {
     let namespace = subject.namespace;
-    let existing = closest_first(queue, view.local_queues(namespace).map(|(name, _)| name));
+    let existing = closest_first(queue, working.iter().copied());
     let fix_source = match source {
         QueueSource::Label => format!("set label {QUEUE_NAME_LABEL} to one of them"),
-        QueueSource::NamespaceAnnotation => {
-            format!("ask the namespace owner to point annotation {DEFAULT_QUEUE_ANNOTATION} at one of them")
-        }
+        QueueSource::NamespaceAnnotation => format!(
+            "set label {QUEUE_NAME_LABEL} to one of them, or ask the namespace owner to point annotation \
+             {DEFAULT_QUEUE_ANNOTATION} at one"
+        ),
         QueueSource::DefaultLocalQueue => "use one of them".to_string(),
     };
-    let choices = if existing.is_empty() {
-        format!("Namespace '{namespace}' has no LocalQueues. Ask the namespace owner to create LocalQueue '{queue}'.")
-    } else {
+    let has_queues = view.local_queues(namespace).next().is_some();
+    let choices = if !existing.is_empty() {
         format!(
-            "LocalQueues in '{namespace}': {}. To fix: {fix_source}, or ask the namespace owner to create \
-             LocalQueue '{queue}'.",
+            "LocalQueues in '{namespace}' that would admit it: {}. To fix: {fix_source}, or ask the namespace owner \
+             to create LocalQueue '{queue}'.",
             join(&existing)
         )
+    } else if has_queues {
+        format!(
+            "No LocalQueue in '{namespace}' would admit it as it is. Ask the namespace owner to create LocalQueue \
+             '{queue}'."
+        )
+    } else {
+        format!("Namespace '{namespace}' has no LocalQueues. Ask the namespace owner to create LocalQueue '{queue}'.")
     };
     Denial::new(
         Reason::MissingLocalQueue,
@@ -138,6 +133,14 @@ fn missing_local_queue(view: &impl ClusterView, subject: Subject<'_>, queue: &st
         ),
     )
     .because_absent(Absent::LocalQueue(queue.to_string()))
+}
+
+/// The way out of a queue that cannot work: the queues that do, if any.
+pub fn use_instead(working: &[&str]) -> Vec<String> {
+    if working.is_empty() {
+        return Vec::new();
+    }
+    vec![format!("set label {QUEUE_NAME_LABEL} to a LocalQueue that would admit it ({})", join(working))]
 }
 
 /// Names sorted by edit distance to `wanted`, then alphabetically: the likely typo first.
@@ -213,14 +216,21 @@ mod tests {
     fn a_missing_queue_lists_the_existing_ones_closest_first() {
         let state = seed_state();
         let job = evalhub_job("team-a-namespace", Some("eval-queu"));
-        let denial = check_local_queue(&state, job_subject(&job), "eval-queu", QueueSource::Label).unwrap_err();
+        let denial = check_local_queue(
+            &state,
+            job_subject(&job),
+            "eval-queu",
+            QueueSource::Label,
+            &["shared-queue", "eval-queue"],
+        )
+        .unwrap_err();
         assert_eq!(denial.reason, Reason::MissingLocalQueue);
         assert_eq!(
             denial.message,
             "Job team-a-namespace/evalhub-3f2a names LocalQueue 'eval-queu' (label kueue.x-k8s.io/queue-name), which \
              does not exist in namespace 'team-a-namespace', so Kueue would keep it suspended forever. LocalQueues in \
-             'team-a-namespace': eval-queue, held-queue, orphan-queue, shared-queue. To fix: set label kueue.x-k8s.io/queue-name \
-             to one of them, or ask the namespace owner to create LocalQueue 'eval-queu'."
+             'team-a-namespace' that would admit it: eval-queue, shared-queue. To fix: set label \
+             kueue.x-k8s.io/queue-name to one of them, or ask the namespace owner to create LocalQueue 'eval-queu'."
         );
     }
 
@@ -228,7 +238,7 @@ mod tests {
     fn a_missing_queue_in_an_empty_namespace_says_there_are_none() {
         let state = seed_state();
         let job = evalhub_job("plain", Some("aiperf-queue"));
-        let denial = check_local_queue(&state, job_subject(&job), "aiperf-queue", QueueSource::Label).unwrap_err();
+        let denial = check_local_queue(&state, job_subject(&job), "aiperf-queue", QueueSource::Label, &[]).unwrap_err();
         assert!(denial.message.ends_with(
             "Namespace 'plain' has no LocalQueues. Ask the namespace owner to create LocalQueue 'aiperf-queue'."
         ));
@@ -238,31 +248,11 @@ mod tests {
     fn without_kueue_the_message_is_the_operator_preflight_one() {
         let state = state_with(&["apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a-namespace}\n"]);
         let job = evalhub_job("team-a-namespace", Some("eval-queue"));
-        let denial = check_local_queue(&state, job_subject(&job), "eval-queue", QueueSource::Label).unwrap_err();
+        let denial = check_local_queue(&state, job_subject(&job), "eval-queue", QueueSource::Label, &[]).unwrap_err();
         assert_eq!(denial.reason, Reason::KueueNotInstalled);
         assert!(
             denial.message.starts_with("Kueue is not installed, but LocalQueue 'eval-queue' was explicitly requested")
         );
-    }
-
-    #[test]
-    fn held_queues_and_missing_cluster_queues_only_warn() {
-        let state = seed_state();
-        let job = evalhub_job("team-a-namespace", Some("held-queue"));
-        let held = state_with(&[
-            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: held, namespace: a}\nspec: {clusterQueue: team-a-cq, stopPolicy: Hold}\n",
-            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: team-a-cq}\n",
-            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: drained, namespace: a}\nspec: {clusterQueue: gone-cq, stopPolicy: HoldAndDrain}\n",
-        ]);
-        let job_a = evalhub_job("a", Some("held"));
-        let warnings = check_local_queue(&held, job_subject(&job_a), "held", QueueSource::Label).unwrap();
-        assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].contains("stopPolicy Hold:"), "{warnings:?}");
-        let warnings = check_local_queue(&held, job_subject(&job_a), "drained", QueueSource::Label).unwrap();
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
-        assert!(warnings[0].contains("HoldAndDrain"));
-        assert!(warnings[1].contains("ClusterQueue 'gone-cq', which does not exist"));
-        assert!(check_local_queue(&state, job_subject(&job), "eval-queue", QueueSource::Label).unwrap().is_empty());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! a Job was created must not wedge that Job's later updates (finalizers, Kueue's
 //! own admission writes).
 
-use super::{Denial, Reason, Subject, priority, queue, suspend};
+use super::{Denial, Reason, Subject, suspend};
 use crate::cluster::ClusterView;
 use crate::config::Config;
 use crate::workload::{QUEUE_NAME_LABEL, Workload};
@@ -47,14 +47,8 @@ pub fn check_update(
     let priority_changed = old.priority_class_label() != new.priority_class_label()
         || old.pod_priority_classes() != new.pod_priority_classes();
     let mut warnings = Vec::new();
-    if let Some(name) = new_queue.filter(|_| queue_changed) {
-        warnings = queue::check_local_queue(view, subject, name, queue::QueueSource::Label)?;
-    }
     if queue_changed || priority_changed {
-        let priority = priority::workload_priority(view, subject)?;
-        if let Some(name) = new_queue {
-            priority::check_preemption(view, subject, name, &priority)?;
-        }
+        warnings = super::check_queued(view, subject)?;
     }
     Ok((warnings, queue_changed || priority_changed))
 }
@@ -97,9 +91,11 @@ mod tests {
 
         let waiting = suspended(evalhub_job("team-a-namespace", Some("eval-queue")), true);
         let to_held = relabel(waiting.clone(), QUEUE_NAME_LABEL, Some("held-queue"));
-        let (warnings, changed) = check_update(&config, &state, job_subject(&to_held), &waiting, "alice").unwrap();
-        assert!(changed);
-        assert_eq!(warnings.len(), 1, "held queue warns: {warnings:?}");
+        let denial = check_update(&config, &state, job_subject(&to_held), &waiting, "alice").unwrap_err();
+        assert_eq!(denial.reason, Reason::LocalQueueStopped, "a held queue admits nothing: {}", denial.message);
+        let same_queue = relabel(waiting.clone(), QUEUE_NAME_LABEL, Some("eval-queue"));
+        let (_, changed) = check_update(&config, &state, job_subject(&same_queue), &waiting, "alice").unwrap();
+        assert!(!changed, "the same queue again is no change");
         let to_missing = relabel(waiting.clone(), QUEUE_NAME_LABEL, Some("nope"));
         let denial = check_update(&config, &state, job_subject(&to_missing), &waiting, "alice").unwrap_err();
         assert_eq!(denial.reason, Reason::MissingLocalQueue);
@@ -129,8 +125,14 @@ mod tests {
             check_update(&config, &state, job_subject(&missing), &old, "alice").unwrap_err().reason,
             Reason::MissingWorkloadPriorityClass
         );
+        // system-cluster-critical outranks every class a WorkloadPriorityClass gives on a LowerPriority queue.
         let raised = relabel(old.clone(), "kueue.x-k8s.io/priority-class", Some("aiperf-high"));
-        assert!(check_update(&config, &state, job_subject(&raised), &old, "alice").is_ok());
+        assert_eq!(
+            check_update(&config, &state, job_subject(&raised), &old, "alice").unwrap_err().reason,
+            Reason::Preemptible
+        );
+        let safe = relabel(raised, QUEUE_NAME_LABEL, Some("eval-queue"));
+        assert!(check_update(&config, &state, job_subject(&safe), &old, "alice").is_ok());
     }
 
     #[test]

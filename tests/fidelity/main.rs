@@ -25,6 +25,7 @@ use eval_admission::admission;
 use eval_admission::cli;
 use eval_admission::cluster::state_file;
 use eval_admission::config::Config;
+use eval_admission::rules::Reason;
 use eval_admission::workload::{QUEUE_NAME_LABEL, WorkloadKind};
 use oracle::{KueueVerdict, Oracle};
 use serde::{Deserialize, Serialize};
@@ -46,15 +47,12 @@ struct EvalVerdict {
     queued: bool,
 }
 
-/// Denials that claim Kueue would never admit the workload.
-const INADMISSIBLE_REASONS: [&str; 5] = [
-    "invalid-default-queue",
-    "kueue-not-installed",
-    "missing-local-queue",
-    "missing-workload-priority-class",
-    "missing-priority-class",
-];
 const PREEMPTIBLE_REASON: &str = "preemptible";
+
+/// A denial that claims Kueue would never admit the workload (the crate says which).
+fn claims_never_admitted(reason: &str) -> bool {
+    Reason::from_label(reason).is_some_and(Reason::claims_never_admitted)
+}
 
 /// One row of the agreement table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -123,7 +121,7 @@ fn eval_verdict(config: &Config, objects: &[Value], workload: &Value) -> EvalVer
 
 fn categories(eval: &EvalVerdict, kueue: Option<&KueueVerdict>) -> Vec<Category> {
     let preemptible = !eval.allowed && eval.reason == PREEMPTIBLE_REASON;
-    let inadmissible = !eval.allowed && INADMISSIBLE_REASONS.contains(&eval.reason.as_str());
+    let inadmissible = !eval.allowed && claims_never_admitted(&eval.reason);
     let Some(kueue) = kueue else { return vec![Category::NotQueued] };
     let claims_admissible = (eval.allowed && eval.queued) || preemptible;
     if !claims_admissible && !inadmissible {
@@ -153,8 +151,7 @@ fn categories(eval: &EvalVerdict, kueue: Option<&KueueVerdict>) -> Vec<Category>
 /// Kueue by eval-admission's own (warned) choice.
 fn needs_judge(eval: &EvalVerdict) -> bool {
     (eval.allowed && eval.queued)
-        || (!eval.allowed
-            && (eval.reason == PREEMPTIBLE_REASON || INADMISSIBLE_REASONS.contains(&eval.reason.as_str())))
+        || (!eval.allowed && (eval.reason == PREEMPTIBLE_REASON || claims_never_admitted(&eval.reason)))
 }
 
 fn cluster_yaml(objects: &[Value]) -> String {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"k8s.io/utils/ptr"
 	"os"
 	"sync"
 
@@ -329,6 +330,11 @@ func addLocalQueue(ctx context.Context, cl client.Client, cache *schdcache.Cache
 	}
 	if err := cache.AddLocalQueue(lq.DeepCopy()); err != nil {
 		return fmt.Errorf("localqueue %s/%s: %w", lq.Namespace, lq.Name, err)
+	}
+	// A stopped LocalQueue never reaches the queue manager, so nothing in it is
+	// scheduled (LocalQueueReconciler.Create adds it only with stopPolicy None).
+	if ptr.Deref(lq.Spec.StopPolicy, kueue.None) != kueue.None {
+		return nil
 	}
 	if err := queues.AddLocalQueue(ctx, lq.DeepCopy()); err != nil {
 		return fmt.Errorf("localqueue %s/%s: %w", lq.Namespace, lq.Name, err)

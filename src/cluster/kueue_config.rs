@@ -1,0 +1,1428 @@
+//! Kueue's Configuration (`config.kueue.x-k8s.io` v1beta1 or v1beta2), pruned to
+//! what an admission webhook needs, with Kueue v0.19.2's defaults applied.
+//!
+//! How Kueue v0.19.2 reads it (cmd/kueue/main.go `main` → `apply` →
+//! pkg/config/config.go `Load`):
+//!
+//! - with no `--config` file, `scheme.Default` on an empty v1beta2
+//!   Configuration: apis/config/v1beta2/defaults.go `SetDefaults_Configuration`.
+//!   That is [`KueueConfig::default`];
+//! - with a file (a standard install mounts data."controller_manager_config.yaml"
+//!   of ConfigMap `kueue-manager-config`, in Kueue's namespace), `fromFile`
+//!   decodes it strictly (unknown or duplicate fields are errors), applies the
+//!   defaults of the version the file is written in (apis/config/v1beta1 or
+//!   v1beta2 `SetDefaults_Configuration`), and converts v1beta1 to v1beta2
+//!   (apis/config/v1beta1/configuration_conversion.go
+//!   `Convert_v1beta1_Configuration_To_v1beta2_Configuration`). The v1beta2
+//!   defaults are NOT applied after a v1beta1 conversion, which is why
+//!   waitForPodsReady differs between the two (see [`WaitForPodsReady`]);
+//! - then `config.LoadAndValidateFeatureGates` and `config.Validate`
+//!   (pkg/config/validation.go); any error and Kueue exits.
+//!
+//! [`KueueConfig::parse`] fails only where Kueue's decoder fails on a field this
+//! module reads (wrong type, bad duration, wrong apiVersion/kind, bad YAML).
+//! Everything else that would stop Kueue at startup (its strict decoding of
+//! unknown fields, which this module otherwise ignores, and the `Validate`
+//! checks on the fields read here) lands in [`KueueConfig::startup_errors`]. Kueue
+//! reads the file once, at startup: a running Kueue may use an older version of
+//! the ConfigMap than the one read here.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::objects::KUEUE_CONFIG_MAP;
+use super::selector::{LabelSelector, LabelSelectorRequirement, Operator};
+
+pub const GROUP: &str = "config.kueue.x-k8s.io";
+/// `DefaultNamespace` in apis/config/v1beta2/defaults.go (used when the
+/// Kueue pod has no service-account namespace file).
+pub const DEFAULT_NAMESPACE: &str = "kueue-system";
+/// `defaultJobFrameworkName`: the only framework enabled by default.
+pub const DEFAULT_FRAMEWORK: &str = "batch/job";
+/// The label every Namespace carries with its own name (`corev1.LabelMetadataName`).
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+/// Feature gate that turns waitForPodsReady off (alpha, default false, in 0.19).
+pub const DISABLE_WAIT_FOR_PODS_READY_GATE: &str = "DisableWaitForPodsReady";
+
+/// `DefaultWaitForPodsReadyTimeout` (v1beta2).
+pub const V1BETA2_PODS_READY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// `defaultPodsReadyTimeout` (v1beta1).
+pub const V1BETA1_PODS_READY_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// `DefaultRequeuingBackoffBaseSeconds`, `DefaultRequeuingBackoffMaxSeconds`.
+pub const DEFAULT_BACKOFF_BASE_SECONDS: i32 = 60;
+pub const DEFAULT_BACKOFF_MAX_SECONDS: i32 = 3600;
+
+/// The frameworks Kueue v0.19.2 registers (`jobframework.RegisterIntegration`
+/// in pkg/controller/jobs/*); `integrations.frameworks` may name only these.
+pub const BUILT_IN_FRAMEWORKS: [&str; 18] = [
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/jaxjob",
+    "kubeflow.org/mpijob",
+    "kubeflow.org/paddlejob",
+    "kubeflow.org/pytorchjob",
+    "kubeflow.org/tfjob",
+    "kubeflow.org/xgboostjob",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+    "pod",
+    "deployment",
+    "statefulset",
+    "ray.io/raycluster",
+    "ray.io/rayjob",
+    "ray.io/rayservice",
+    "sparkoperator.k8s.io/sparkapplication",
+    "trainer.kubeflow.org/trainjob",
+    "workload.codeflare.dev/appwrapper",
+];
+
+/// The frameworks the ConfigMap shipped with the v0.19.2 release enables
+/// (config/components/manager/controller_manager_config.yaml, and the Helm
+/// chart's default `managerConfig`): more than the built-in default.
+pub const RELEASE_MANIFEST_FRAMEWORKS: [&str; 12] = [
+    "batch/job",
+    "kubeflow.org/mpijob",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+    "ray.io/rayservice",
+    "jobset.x-k8s.io/jobset",
+    "workload.codeflare.dev/appwrapper",
+    "trainer.kubeflow.org/trainjob",
+    "pod",
+    "deployment",
+    "statefulset",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+];
+
+/// The valid `fairSharing.preemptionStrategies` lists (`validStrategySets`).
+const VALID_PREEMPTION_STRATEGIES: [&[&str]; 3] = [
+    &["LessThanOrEqualToFinalShare"],
+    &["LessThanInitialShare"],
+    &["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+];
+
+/// A ConfigMap holds at most 1 MiB.
+const MAX_TEXT_BYTES: usize = 1 << 20;
+/// Bounds on what the summary and the problem list repeat back.
+const MAX_PROBLEMS: usize = 20;
+const MAX_LISTED: usize = 20;
+const MAX_ECHO_CHARS: usize = 80;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiVersion {
+    V1beta1,
+    V1beta2,
+}
+
+impl ApiVersion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiVersion::V1beta1 => "config.kueue.x-k8s.io/v1beta1",
+            ApiVersion::V1beta2 => "config.kueue.x-k8s.io/v1beta2",
+        }
+    }
+}
+
+/// Where the configuration came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// No ConfigMap: what Kueue runs with when started without `--config`.
+    ReleaseDefaults,
+    /// The ConfigMap the v0.19.2 release manifests and Helm chart install.
+    ReleaseManifest,
+    /// Parsed from the ConfigMap found in `namespace`.
+    ConfigMap { namespace: String, api_version: ApiVersion },
+}
+
+/// `waitForPodsReady` after defaulting. Present means configured;
+/// [`KueueConfig::wait_for_pods_ready_enabled`] also honours the feature gate.
+///
+/// Defaults: v1beta2 (and no ConfigMap) always has it (a missing section
+/// defaults to `{}`): timeout 30m (also when set to 0), blockAdmission false,
+/// recoveryTimeout = timeout. v1beta1 has it only with `enable: true`:
+/// timeout 5m, blockAdmission true, recoveryTimeout = timeout. Both:
+/// requeuingStrategy timestamp Eviction, backoffBaseSeconds 60,
+/// backoffMaxSeconds 3600, backoffLimitCount unset (requeue forever).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitForPodsReady {
+    pub timeout: Duration,
+    pub block_admission: bool,
+    /// Zero disables the recovery check.
+    pub recovery_timeout: Duration,
+    pub requeuing_timestamp: RequeuingTimestamp,
+    /// `None`: requeued without limit; else deactivated after that many requeues.
+    pub backoff_limit_count: Option<i32>,
+    pub backoff_base_seconds: i32,
+    pub backoff_max_seconds: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequeuingTimestamp {
+    Eviction,
+    Creation,
+    /// Refused by `validateWaitForPodsReady`.
+    Other(String),
+}
+
+impl WaitForPodsReady {
+    fn defaults(timeout: Duration, block_admission: bool) -> Self {
+        WaitForPodsReady {
+            timeout,
+            block_admission,
+            recovery_timeout: timeout,
+            requeuing_timestamp: RequeuingTimestamp::Eviction,
+            backoff_limit_count: None,
+            backoff_base_seconds: DEFAULT_BACKOFF_BASE_SECONDS,
+            backoff_max_seconds: DEFAULT_BACKOFF_MAX_SECONDS,
+        }
+    }
+}
+
+/// `fairSharing` when enabled (pkg/scheduler/preemption/fairsharing
+/// `Enabled`: the v1beta2 section is present; in v1beta1, `enable: true`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FairSharing {
+    pub preemption_strategies: Vec<String>,
+}
+
+/// The Kueue Configuration fields an admission webhook needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KueueConfig {
+    pub source: ConfigSource,
+    /// `namespace`: where Kueue runs. Defaults to the Kueue pod's own
+    /// namespace (`getOperatorNamespace`), which is where its ConfigMap is.
+    pub namespace: String,
+    pub manage_jobs_without_queue_name: bool,
+    /// Never absent after defaulting: `kubernetes.io/metadata.name notin
+    /// (kube-system,<namespace>)` unless set. Applied whatever
+    /// manageJobsWithoutQueueName says (see [`KueueConfig::reconciles_job`]).
+    pub managed_jobs_namespace_selector: LabelSelector,
+    /// `integrations.frameworks`; `[batch/job]` when empty.
+    pub frameworks: Vec<String>,
+    /// `integrations.externalFrameworks` (`Kind.version.group`).
+    pub external_frameworks: Vec<String>,
+    pub wait_for_pods_ready: Option<WaitForPodsReady>,
+    pub fair_sharing: Option<FairSharing>,
+    /// `featureGates` from the file. Gates may instead come from the
+    /// `--feature-gates` flag, which a ConfigMap does not show.
+    pub feature_gates: BTreeMap<String, bool>,
+    /// Why Kueue v0.19.2 would refuse to start with this Configuration (at most
+    /// 20, then a count); empty when it would start.
+    pub startup_errors: Vec<String>,
+}
+
+impl Default for KueueConfig {
+    /// Kueue v0.19.2 with no Configuration file: `config.Load(scheme, "")`.
+    fn default() -> Self {
+        KueueConfig::defaults_for(ConfigSource::ReleaseDefaults, DEFAULT_NAMESPACE)
+    }
+}
+
+impl KueueConfig {
+    fn defaults_for(source: ConfigSource, namespace: &str) -> Self {
+        KueueConfig {
+            source,
+            namespace: namespace.to_string(),
+            manage_jobs_without_queue_name: false,
+            managed_jobs_namespace_selector: default_managed_jobs_selector(namespace),
+            frameworks: vec![DEFAULT_FRAMEWORK.to_string()],
+            external_frameworks: Vec::new(),
+            wait_for_pods_ready: Some(WaitForPodsReady::defaults(V1BETA2_PODS_READY_TIMEOUT, false)),
+            fair_sharing: None,
+            feature_gates: BTreeMap::new(),
+            startup_errors: Vec::new(),
+        }
+    }
+
+    /// What a cluster installed from the v0.19.2 release manifests or Helm
+    /// chart runs with, its ConfigMap unchanged: the defaults plus the
+    /// [`RELEASE_MANIFEST_FRAMEWORKS`].
+    pub fn release_manifest() -> Self {
+        KueueConfig {
+            frameworks: RELEASE_MANIFEST_FRAMEWORKS.iter().map(|f| f.to_string()).collect(),
+            ..KueueConfig::defaults_for(ConfigSource::ReleaseManifest, DEFAULT_NAMESPACE)
+        }
+    }
+
+    /// Parses the text of data."controller_manager_config.yaml", the ConfigMap
+    /// being in `kueue-system`.
+    pub fn parse(text: &str) -> Result<KueueConfig, String> {
+        KueueConfig::parse_in_namespace(text, DEFAULT_NAMESPACE)
+    }
+
+    /// Parses the text of the ConfigMap found in `namespace`: Kueue mounts its
+    /// own namespace's ConfigMap, so that is the namespace it defaults to.
+    pub fn parse_in_namespace(text: &str, namespace: &str) -> Result<KueueConfig, String> {
+        if text.len() > MAX_TEXT_BYTES {
+            return Err(format!("Kueue Configuration: {} bytes, more than a ConfigMap can hold", text.len()));
+        }
+        // Through serde_yaml's own Value first: it refuses duplicate keys, as
+        // Kueue's strict decoder does (serde_json's map would keep the last).
+        let root: serde_yaml::Value =
+            serde_yaml::from_str(text).map_err(|error| format!("Kueue Configuration is not valid YAML: {error}"))?;
+        let root: Value = serde_json::to_value(root)
+            .map_err(|error| format!("Kueue Configuration is not a JSON-compatible document: {error}"))?;
+        let root = match root {
+            Value::Object(map) => map,
+            Value::Null => return Err("Kueue Configuration is empty".to_string()),
+            other => return Err(format!("Kueue Configuration must be a mapping, found {}", describe(&other))),
+        };
+        Parser { problems: Vec::new(), pods_ready_problems: Vec::new() }.configuration(&root, namespace)
+    }
+
+    /// Whether Kueue manages this integration (`integrations.frameworks` or
+    /// `externalFrameworks`, by exact name, e.g. "batch/job",
+    /// "jobset.x-k8s.io/jobset"). A framework that is not enabled gets a no-op
+    /// webhook (pkg/controller/jobframework/setup.go `setupControllers`): Kueue
+    /// neither suspends nor admits it. "pod" also gets enabled implicitly by
+    /// deployment, statefulset and leaderworkerset, for their own pods only;
+    /// that is not reported here.
+    pub fn framework_enabled(&self, framework: &str) -> bool {
+        self.frameworks.iter().chain(&self.external_frameworks).any(|f| f == framework)
+    }
+
+    /// pkg/util/waitforpodsready `Enabled`: configured, and the
+    /// DisableWaitForPodsReady gate (as far as the file shows) off.
+    pub fn wait_for_pods_ready_enabled(&self) -> bool {
+        self.wait_for_pods_ready.is_some() && !self.feature_gate(DISABLE_WAIT_FOR_PODS_READY_GATE)
+    }
+
+    /// The waitForPodsReady settings in effect, if it is enabled.
+    pub fn effective_wait_for_pods_ready(&self) -> Option<&WaitForPodsReady> {
+        self.wait_for_pods_ready.as_ref().filter(|_| self.wait_for_pods_ready_enabled())
+    }
+
+    /// pkg/scheduler/preemption/fairsharing `Enabled`.
+    pub fn fair_sharing_enabled(&self) -> bool {
+        self.fair_sharing.is_some()
+    }
+
+    /// A gate as set in the file's `featureGates` (false when not set).
+    pub fn feature_gate(&self, name: &str) -> bool {
+        self.feature_gates.get(name).copied().unwrap_or(false)
+    }
+
+    /// Whether the namespace (by its labels, which include
+    /// `kubernetes.io/metadata.name`) matches managedJobsNamespaceSelector.
+    pub fn manages_namespace(&self, namespace_labels: &BTreeMap<String, String>) -> bool {
+        self.managed_jobs_namespace_selector.matches(namespace_labels)
+    }
+
+    /// Whether Kueue's job reconciler takes up a top-level job of `framework`
+    /// (creates its Workload, and so may ever unsuspend it):
+    /// pkg/controller/jobframework/reconciler.go `ReconcileGenericJob` skips a
+    /// job whose namespace does not match managedJobsNamespaceSelector, WITH
+    /// or without a queue-name label, then one without the label unless
+    /// manageJobsWithoutQueueName. (The v1beta2 field comment promises
+    /// queue-labelled jobs are always managed; the v0.19.2 code does not.)
+    pub fn reconciles_job(
+        &self,
+        framework: &str,
+        namespace_labels: &BTreeMap<String, String>,
+        has_queue_name: bool,
+    ) -> bool {
+        self.framework_enabled(framework)
+            && self.manages_namespace(namespace_labels)
+            && (has_queue_name || self.manage_jobs_without_queue_name)
+    }
+
+    /// Whether Kueue's mutating webhook suspends a new top-level job of
+    /// `framework` (jobframework `WorkloadShouldBeSuspended`, from
+    /// `ApplyDefaultForSuspend` in e.g. the Job and JobSet webhooks): always
+    /// with a queue-name label, in any namespace; without one, only under
+    /// manageJobsWithoutQueueName in a managed namespace. A labelled job in an
+    /// unmanaged namespace is therefore suspended and never reconciled: it
+    /// waits forever. (Pod-based integrations check the namespace first.)
+    pub fn suspends_on_create(
+        &self,
+        framework: &str,
+        namespace_labels: &BTreeMap<String, String>,
+        has_queue_name: bool,
+    ) -> bool {
+        self.framework_enabled(framework)
+            && (has_queue_name || (self.manage_jobs_without_queue_name && self.manages_namespace(namespace_labels)))
+    }
+
+    /// One line for `review` output.
+    pub fn summary(&self) -> String {
+        let mut out = String::from("Kueue Configuration: ");
+        match &self.source {
+            ConfigSource::ReleaseDefaults => {
+                let _ = write!(out, "release defaults (no {KUEUE_CONFIG_MAP} found)");
+            }
+            ConfigSource::ReleaseManifest => out.push_str("the release manifests' ConfigMap (assumed, not read)"),
+            ConfigSource::ConfigMap { namespace, api_version } => {
+                let _ = write!(out, "from ConfigMap {namespace}/{KUEUE_CONFIG_MAP} ({})", api_version.as_str());
+            }
+        }
+        let _ = write!(out, "; frameworks: {}", listed(&self.frameworks));
+        if !self.external_frameworks.is_empty() {
+            let _ = write!(out, "; external frameworks: {}", listed(&self.external_frameworks));
+        }
+        let _ = write!(
+            out,
+            "; jobs without a queue-name label: {}",
+            if self.manage_jobs_without_queue_name { "managed" } else { "not managed" }
+        );
+        let selector = self.managed_jobs_namespace_selector.to_string();
+        let _ = write!(
+            out,
+            "; managed namespaces: {}",
+            if selector.is_empty() { "all".to_string() } else { echo(&selector) }
+        );
+        match (&self.wait_for_pods_ready, self.wait_for_pods_ready_enabled()) {
+            (Some(w), true) => {
+                let _ = write!(
+                    out,
+                    "; waitForPodsReady: on (timeout {}, recoveryTimeout {}, blockAdmission {}, requeue backoff \
+                     {}s..{}s, {})",
+                    go_duration(w.timeout),
+                    go_duration(w.recovery_timeout),
+                    w.block_admission,
+                    w.backoff_base_seconds,
+                    w.backoff_max_seconds,
+                    match w.backoff_limit_count {
+                        Some(limit) => format!("deactivated after {limit} requeues"),
+                        None => "no requeue limit".to_string(),
+                    }
+                );
+            }
+            (Some(_), false) => out.push_str("; waitForPodsReady: off (feature gate DisableWaitForPodsReady)"),
+            (None, _) => out.push_str("; waitForPodsReady: off"),
+        }
+        match &self.fair_sharing {
+            Some(fs) => {
+                let _ = write!(out, "; fairSharing: on ({})", listed(&fs.preemption_strategies));
+            }
+            None => out.push_str("; fairSharing: off"),
+        }
+        if !self.startup_errors.is_empty() {
+            let _ = write!(
+                out,
+                "; Kueue v0.19.2 would not start with this Configuration (a running Kueue may still use the one \
+                 it started with): {}",
+                self.startup_errors.join("; ")
+            );
+        }
+        out
+    }
+}
+
+/// `SetDefaults_Configuration`'s managedJobsNamespaceSelector: NotIn
+/// [kube-system, <namespace>] on `kubernetes.io/metadata.name`.
+fn default_managed_jobs_selector(namespace: &str) -> LabelSelector {
+    LabelSelector {
+        match_labels: BTreeMap::new(),
+        match_expressions: vec![LabelSelectorRequirement {
+            key: NAMESPACE_NAME_LABEL.to_string(),
+            operator: Operator::NotIn,
+            values: vec!["kube-system".to_string(), namespace.to_string()],
+        }],
+    }
+}
+
+const V1BETA2_FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "namespace",
+    "webhook",
+    "leaderElection",
+    "metrics",
+    "health",
+    "pprofBindAddress",
+    "controller",
+    "tls",
+    "manageJobsWithoutQueueName",
+    "managedJobsNamespaceSelector",
+    "internalCertManagement",
+    "waitForPodsReady",
+    "clientConnection",
+    "integrations",
+    "multiKueue",
+    "fairSharing",
+    "admissionFairSharing",
+    "resources",
+    "featureGates",
+    "objectRetentionPolicies",
+    "visibilityServer",
+];
+/// v1beta1 has `queueVisibility` and no `visibilityServer`.
+const V1BETA1_FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "namespace",
+    "webhook",
+    "leaderElection",
+    "metrics",
+    "health",
+    "pprofBindAddress",
+    "controller",
+    "tls",
+    "manageJobsWithoutQueueName",
+    "managedJobsNamespaceSelector",
+    "internalCertManagement",
+    "waitForPodsReady",
+    "clientConnection",
+    "integrations",
+    "queueVisibility",
+    "multiKueue",
+    "fairSharing",
+    "admissionFairSharing",
+    "resources",
+    "featureGates",
+    "objectRetentionPolicies",
+];
+const REQUEUING_FIELDS: &[&str] = &["timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"];
+
+struct Parser {
+    problems: Vec<String>,
+    /// `validateWaitForPodsReady` findings: they count only when it is enabled.
+    pods_ready_problems: Vec<String>,
+}
+
+type Object = Map<String, Value>;
+
+impl Parser {
+    fn pods_ready_problem(&mut self, problem: String) {
+        self.pods_ready_problems.push(problem);
+    }
+
+    fn problem(&mut self, problem: String) {
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(problem);
+        } else if self.problems.len() == MAX_PROBLEMS {
+            self.problems.push("and more".to_string());
+        }
+    }
+
+    /// Kueue decodes strictly (`serializer.EnableStrict` in `fromFile`).
+    fn unknown_fields(&mut self, object: &Object, known: &[&str], path: &str) {
+        for key in object.keys().filter(|key| !known.contains(&key.as_str())) {
+            let at = if path.is_empty() { String::new() } else { format!("{path}.") };
+            self.problem(format!("{at}{}: unknown field (Kueue decodes its Configuration strictly)", echo(key)));
+        }
+    }
+
+    fn configuration(mut self, root: &Object, operator_namespace: &str) -> Result<KueueConfig, String> {
+        let api_version = match string(root, "apiVersion", "apiVersion")? {
+            Some(v) if v == ApiVersion::V1beta1.as_str() => ApiVersion::V1beta1,
+            Some(v) if v == ApiVersion::V1beta2.as_str() => ApiVersion::V1beta2,
+            Some(v) => {
+                return Err(format!(
+                    "apiVersion: {} is not {} or {}",
+                    echo(&v),
+                    ApiVersion::V1beta1.as_str(),
+                    ApiVersion::V1beta2.as_str()
+                ));
+            }
+            None => return Err("apiVersion: missing (config.kueue.x-k8s.io/v1beta2 or v1beta1)".to_string()),
+        };
+        match string(root, "kind", "kind")? {
+            Some(kind) if kind == "Configuration" => {}
+            Some(kind) => return Err(format!("kind: {} is not Configuration", echo(&kind))),
+            None => return Err("kind: missing (Configuration)".to_string()),
+        }
+        let v1beta1 = api_version == ApiVersion::V1beta1;
+        self.unknown_fields(root, if v1beta1 { V1BETA1_FIELDS } else { V1BETA2_FIELDS }, "");
+
+        // cfg.Namespace = cmp.Or(cfg.Namespace, getOperatorNamespace()): only an
+        // absent (nil) namespace is defaulted; an explicit "" stays.
+        let namespace = string(root, "namespace", "namespace")?.unwrap_or_else(|| operator_namespace.to_string());
+        let manage_jobs_without_queue_name =
+            boolean(root, "manageJobsWithoutQueueName", "manageJobsWithoutQueueName")?.unwrap_or(false);
+
+        let managed_jobs_namespace_selector = match present(root, "managedJobsNamespaceSelector") {
+            None => default_managed_jobs_selector(&namespace),
+            Some(value) => self.selector(value, "managedJobsNamespaceSelector")?,
+        };
+
+        let (frameworks, external_frameworks) = self.integrations(root, v1beta1)?;
+        let wait_for_pods_ready =
+            if v1beta1 { self.wait_for_pods_ready_v1beta1(root)? } else { self.wait_for_pods_ready_v1beta2(root)? };
+        let fair_sharing = self.fair_sharing(root, v1beta1)?;
+        let feature_gates = match present(root, "featureGates") {
+            None => BTreeMap::new(),
+            Some(value) => {
+                let gates = object(value, "featureGates")?;
+                let mut out = BTreeMap::new();
+                for (name, value) in gates {
+                    let on = match value {
+                        Value::Null => false,
+                        Value::Bool(on) => *on,
+                        other => return Err(expected(&format!("featureGates.{}", echo(name)), "a boolean", other)),
+                    };
+                    out.insert(name.clone(), on);
+                }
+                out
+            }
+        };
+
+        let mut config = KueueConfig {
+            source: ConfigSource::ConfigMap { namespace: operator_namespace.to_string(), api_version },
+            namespace,
+            manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector,
+            frameworks,
+            external_frameworks,
+            wait_for_pods_ready,
+            fair_sharing,
+            feature_gates,
+            startup_errors: Vec::new(),
+        };
+        self.validate(&config);
+        config.startup_errors = self.problems;
+        Ok(config)
+    }
+
+    fn selector(&mut self, value: &Value, path: &str) -> Result<LabelSelector, String> {
+        let fields = object(value, path)?;
+        self.unknown_fields(fields, &["matchLabels", "matchExpressions"], path);
+        if let Some(Value::Array(expressions)) = fields.get("matchExpressions") {
+            for (index, expression) in expressions.iter().enumerate() {
+                if let Value::Object(expression) = expression {
+                    self.unknown_fields(
+                        expression,
+                        &["key", "operator", "values"],
+                        &format!("{path}.matchExpressions[{index}]"),
+                    );
+                }
+            }
+        }
+        serde_json::from_value(value.clone()).map_err(|error| format!("{path}: {error}"))
+    }
+
+    /// Both versions: `integrations.frameworks` defaults to [batch/job] when
+    /// empty (`len(cfg.Integrations.Frameworks) == 0`).
+    fn integrations(&mut self, root: &Object, v1beta1: bool) -> Result<(Vec<String>, Vec<String>), String> {
+        let Some(value) = present(root, "integrations") else {
+            return Ok((vec![DEFAULT_FRAMEWORK.to_string()], Vec::new()));
+        };
+        let fields = object(value, "integrations")?;
+        let known: &[&str] = if v1beta1 {
+            &["frameworks", "externalFrameworks", "podOptions", "labelKeysToCopy"]
+        } else {
+            &["frameworks", "externalFrameworks", "labelKeysToCopy"]
+        };
+        self.unknown_fields(fields, known, "integrations");
+        let mut frameworks = strings(fields, "frameworks", "integrations.frameworks")?;
+        if frameworks.is_empty() {
+            frameworks.push(DEFAULT_FRAMEWORK.to_string());
+        }
+        let external = strings(fields, "externalFrameworks", "integrations.externalFrameworks")?;
+        strings(fields, "labelKeysToCopy", "integrations.labelKeysToCopy")?;
+        Ok((frameworks, external))
+    }
+
+    /// apis/config/v1beta2/defaults.go: always present, timeout 30m when 0,
+    /// blockAdmission false, recoveryTimeout = timeout.
+    fn wait_for_pods_ready_v1beta2(&mut self, root: &Object) -> Result<Option<WaitForPodsReady>, String> {
+        const PATH: &str = "waitForPodsReady";
+        let empty = Object::new();
+        let fields = match present(root, PATH) {
+            Some(value) => object(value, PATH)?,
+            None => &empty,
+        };
+        self.unknown_fields(fields, &["timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"], PATH);
+        // `Timeout metav1.Duration` is not a pointer: a null reaches
+        // Duration.UnmarshalJSON, which fails on the empty string.
+        let timeout = match fields.get("timeout") {
+            None => 0,
+            Some(value) => self.duration_value(value, "waitForPodsReady.timeout")?,
+        };
+        let timeout = if timeout == 0 {
+            V1BETA2_PODS_READY_TIMEOUT
+        } else {
+            self.non_negative(timeout, "waitForPodsReady.timeout")
+        };
+        let block_admission = boolean(fields, "blockAdmission", "waitForPodsReady.blockAdmission")?.unwrap_or(false);
+        let mut settings = WaitForPodsReady::defaults(timeout, block_admission);
+        self.wait_for_pods_ready_common(fields, &mut settings)?;
+        Ok(Some(settings))
+    }
+
+    /// apis/config/v1beta1/defaults.go: only with `enable: true`, then timeout
+    /// 5m, blockAdmission true (`&Enable`), recoveryTimeout = timeout; without
+    /// it the conversion drops the section
+    /// (`Convert_v1beta1_Configuration_To_v1beta2_Configuration`).
+    fn wait_for_pods_ready_v1beta1(&mut self, root: &Object) -> Result<Option<WaitForPodsReady>, String> {
+        const PATH: &str = "waitForPodsReady";
+        let Some(value) = present(root, PATH) else { return Ok(None) };
+        let fields = object(value, PATH)?;
+        self.unknown_fields(
+            fields,
+            &["enable", "timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"],
+            PATH,
+        );
+        let enable = boolean(fields, "enable", "waitForPodsReady.enable")?.unwrap_or(false);
+        let timeout = match present(fields, "timeout") {
+            None => None,
+            Some(value) => Some(self.duration_value(value, "waitForPodsReady.timeout")?),
+        };
+        let block_admission = boolean(fields, "blockAdmission", "waitForPodsReady.blockAdmission")?;
+        // An explicit timeout (even 0s) is kept: a pointer, `cmp.Or` keeps it.
+        let timeout = match timeout {
+            None => V1BETA1_PODS_READY_TIMEOUT,
+            Some(0) => {
+                self.pods_ready_problem("waitForPodsReady.timeout: must be specified (it is 0s)".to_string());
+                Duration::ZERO
+            }
+            Some(nanos) => self.non_negative(nanos, "waitForPodsReady.timeout"),
+        };
+        let mut settings = WaitForPodsReady::defaults(timeout, block_admission.unwrap_or(true));
+        // Decoded even when disabled: a type error stops Kueue all the same.
+        self.wait_for_pods_ready_common(fields, &mut settings)?;
+        Ok(enable.then_some(settings))
+    }
+
+    /// recoveryTimeout (defaulted by the caller to timeout) and
+    /// requeuingStrategy, the same in both versions.
+    fn wait_for_pods_ready_common(&mut self, fields: &Object, settings: &mut WaitForPodsReady) -> Result<(), String> {
+        if let Some(value) = present(fields, "recoveryTimeout") {
+            let nanos = self.duration_value(value, "waitForPodsReady.recoveryTimeout")?;
+            settings.recovery_timeout = self.non_negative(nanos, "waitForPodsReady.recoveryTimeout");
+        } else {
+            settings.recovery_timeout = settings.timeout;
+        }
+        let Some(value) = present(fields, "requeuingStrategy") else { return Ok(()) };
+        const PATH: &str = "waitForPodsReady.requeuingStrategy";
+        let strategy = object(value, PATH)?;
+        self.unknown_fields(strategy, REQUEUING_FIELDS, PATH);
+        if let Some(timestamp) = string(strategy, "timestamp", "waitForPodsReady.requeuingStrategy.timestamp")? {
+            settings.requeuing_timestamp = match timestamp.as_str() {
+                "Eviction" => RequeuingTimestamp::Eviction,
+                "Creation" => RequeuingTimestamp::Creation,
+                _ => {
+                    self.pods_ready_problem(format!(
+                        "waitForPodsReady.requeuingStrategy.timestamp: {} is not Eviction or Creation",
+                        echo(&timestamp)
+                    ));
+                    RequeuingTimestamp::Other(timestamp)
+                }
+            };
+        }
+        let limit = int32(strategy, "backoffLimitCount", "waitForPodsReady.requeuingStrategy.backoffLimitCount")?;
+        let base = int32(strategy, "backoffBaseSeconds", "waitForPodsReady.requeuingStrategy.backoffBaseSeconds")?;
+        let max = int32(strategy, "backoffMaxSeconds", "waitForPodsReady.requeuingStrategy.backoffMaxSeconds")?;
+        for (name, value) in [("backoffLimitCount", limit), ("backoffBaseSeconds", base), ("backoffMaxSeconds", max)] {
+            if value.is_some_and(|v| v < 0) {
+                self.pods_ready_problem(format!("waitForPodsReady.requeuingStrategy.{name}: must not be negative"));
+            }
+        }
+        settings.backoff_limit_count = limit;
+        settings.backoff_base_seconds = base.unwrap_or(DEFAULT_BACKOFF_BASE_SECONDS);
+        settings.backoff_max_seconds = max.unwrap_or(DEFAULT_BACKOFF_MAX_SECONDS);
+        Ok(())
+    }
+
+    /// v1beta2: present means on (no defaulting of the strategies). v1beta1:
+    /// `enable: true`, strategies defaulting to [LessThanOrEqualToFinalShare,
+    /// LessThanInitialShare].
+    fn fair_sharing(&mut self, root: &Object, v1beta1: bool) -> Result<Option<FairSharing>, String> {
+        let Some(value) = present(root, "fairSharing") else { return Ok(None) };
+        let fields = object(value, "fairSharing")?;
+        let known: &[&str] = if v1beta1 { &["enable", "preemptionStrategies"] } else { &["preemptionStrategies"] };
+        self.unknown_fields(fields, known, "fairSharing");
+        let mut strategies = strings(fields, "preemptionStrategies", "fairSharing.preemptionStrategies")?;
+        if v1beta1 {
+            if !boolean(fields, "enable", "fairSharing.enable")?.unwrap_or(false) {
+                return Ok(None);
+            }
+            if strategies.is_empty() {
+                strategies = vec!["LessThanOrEqualToFinalShare".to_string(), "LessThanInitialShare".to_string()];
+            }
+        }
+        Ok(Some(FairSharing { preemption_strategies: strategies }))
+    }
+
+    /// pkg/config/validation.go `Validate`, for the fields read here.
+    fn validate(&mut self, config: &KueueConfig) {
+        // validateWaitForPodsReady, checked while parsing, counts only when
+        // waitforpodsready.Enabled.
+        if config.wait_for_pods_ready_enabled() {
+            for problem in std::mem::take(&mut self.pods_ready_problems) {
+                self.problem(problem);
+            }
+        }
+        // validateIntegrations
+        let mut seen: Vec<&str> = Vec::new();
+        for (index, framework) in config.frameworks.iter().enumerate() {
+            if !BUILT_IN_FRAMEWORKS.contains(&framework.as_str()) {
+                self.problem(format!("integrations.frameworks[{index}]: unsupported framework {}", echo(framework)));
+            } else if seen.contains(&framework.as_str()) {
+                self.problem(format!("integrations.frameworks[{index}]: duplicate {}", echo(framework)));
+            } else {
+                seen.push(framework);
+            }
+        }
+        let mut seen_external: Vec<(&str, &str, &str)> = Vec::new();
+        for (index, framework) in config.external_frameworks.iter().enumerate() {
+            // schema.ParseKindArg: Kind.version.group needs two dots.
+            let mut parts = framework.splitn(3, '.');
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some(kind), Some(version), Some(group)) => {
+                    if seen_external.contains(&(kind, version, group)) {
+                        self.problem(format!(
+                            "integrations.externalFrameworks[{index}]: duplicate {}",
+                            echo(framework)
+                        ));
+                    } else {
+                        seen_external.push((kind, version, group));
+                    }
+                }
+                _ => self.problem(format!(
+                    "integrations.externalFrameworks[{index}]: {} is not in Kind.version.group form",
+                    echo(framework)
+                )),
+            }
+        }
+        // validateFairSharing
+        if let Some(fs) = &config.fair_sharing {
+            if fs.preemption_strategies.is_empty() {
+                self.problem("fairSharing.preemptionStrategies: must be specified".to_string());
+            } else if !VALID_PREEMPTION_STRATEGIES
+                .iter()
+                .any(|valid| valid.iter().copied().eq(fs.preemption_strategies.iter().map(String::as_str)))
+            {
+                self.problem(format!(
+                    "fairSharing.preemptionStrategies: {} is not one of [LessThanOrEqualToFinalShare], \
+                     [LessThanInitialShare], [LessThanOrEqualToFinalShare, LessThanInitialShare]",
+                    listed(&fs.preemption_strategies)
+                ));
+            }
+        }
+        // validateManagedJobsNamespaceSelector: valid, and exempting kube-system
+        // and Kueue's own namespace (matched on their name label alone).
+        let selector = &config.managed_jobs_namespace_selector;
+        match selector.validate() {
+            Err(error) => self.problem(format!("managedJobsNamespaceSelector: {}", echo_long(&error))),
+            Ok(()) => {
+                let mut prohibited = vec!["kube-system"];
+                if !config.namespace.is_empty() {
+                    prohibited.push(&config.namespace);
+                }
+                for name in prohibited {
+                    let labels = BTreeMap::from([(NAMESPACE_NAME_LABEL.to_string(), name.to_string())]);
+                    if selector.matches(&labels) {
+                        self.problem(format!(
+                            "managedJobsNamespaceSelector: should not match the {} namespace",
+                            echo(name)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    fn duration_value(&mut self, value: &Value, path: &str) -> Result<i64, String> {
+        match value {
+            Value::String(text) => parse_go_duration(text).map_err(|error| format!("{path}: {error}")),
+            Value::Null => Err(format!("{path}: null is not a duration (time: invalid duration \"\")")),
+            other => Err(expected(path, "a duration string such as \"5m\"", other)),
+        }
+    }
+
+    /// validateWaitForPodsReady refuses negative durations; keep zero in their place.
+    fn non_negative(&mut self, nanos: i64, path: &str) -> Duration {
+        if nanos < 0 {
+            self.pods_ready_problem(format!("{path}: must not be negative"));
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(nanos.unsigned_abs())
+        }
+    }
+}
+
+// --- typed field access with Go's null semantics: null leaves a pointer, slice, map, bool or string unset ---
+
+fn present<'a>(fields: &'a Object, name: &str) -> Option<&'a Value> {
+    fields.get(name).filter(|value| !value.is_null())
+}
+
+fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Object, String> {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(expected(path, "a mapping", other)),
+    }
+}
+
+fn string(fields: &Object, name: &str, path: &str) -> Result<Option<String>, String> {
+    match present(fields, name) {
+        None => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(other) => Err(expected(path, "a string", other)),
+    }
+}
+
+/// A bool; also the YAML 1.1 plain words Kubernetes' YAML reader takes as one.
+fn boolean(fields: &Object, name: &str, path: &str) -> Result<Option<bool>, String> {
+    match present(fields, name) {
+        None => Ok(None),
+        Some(Value::Bool(on)) => Ok(Some(*on)),
+        Some(Value::String(word)) => match word.as_str() {
+            "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Ok(Some(true)),
+            "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Ok(Some(false)),
+            _ => Err(expected(path, "a boolean", &Value::String(word.clone()))),
+        },
+        Some(other) => Err(expected(path, "a boolean", other)),
+    }
+}
+
+fn int32(fields: &Object, name: &str, path: &str) -> Result<Option<i32>, String> {
+    match present(fields, name) {
+        None => Ok(None),
+        Some(Value::Number(number)) => match number.as_i64().and_then(|n| i32::try_from(n).ok()) {
+            Some(n) => Ok(Some(n)),
+            None => Err(format!("{path}: expected a 32-bit integer, found the number {number}")),
+        },
+        Some(other) => Err(expected(path, "an integer", other)),
+    }
+}
+
+/// A list of strings; a null entry reads as "".
+fn strings(fields: &Object, name: &str, path: &str) -> Result<Vec<String>, String> {
+    match present(fields, name) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| match item {
+                Value::String(text) => Ok(text.clone()),
+                Value::Null => Ok(String::new()),
+                other => Err(expected(&format!("{path}[{index}]"), "a string", other)),
+            })
+            .collect(),
+        Some(other) => Err(expected(path, "a list", other)),
+    }
+}
+
+fn expected(path: &str, what: &str, found: &Value) -> String {
+    format!("{path}: expected {what}, found {}", describe(found))
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_string(),
+        Value::Bool(on) => format!("the boolean {on}"),
+        Value::Number(number) => format!("the number {number}"),
+        Value::String(text) => format!("the string {}", echo(text)),
+        Value::Array(_) => "a list".to_string(),
+        Value::Object(_) => "a mapping".to_string(),
+    }
+}
+
+/// Quotes user text, cut to a bounded length.
+fn echo(text: &str) -> String {
+    let mut cut: String = text.chars().take(MAX_ECHO_CHARS).collect();
+    if cut.len() < text.len() {
+        cut.push_str("...");
+    }
+    format!("{cut:?}")
+}
+
+fn echo_long(text: &str) -> String {
+    let mut cut: String = text.chars().take(8 * MAX_ECHO_CHARS).collect();
+    if cut.len() < text.len() {
+        cut.push_str("...");
+    }
+    cut
+}
+
+fn listed(items: &[String]) -> String {
+    let mut out: Vec<String> =
+        items.iter().take(MAX_LISTED).map(|item| echo(item).trim_matches('"').to_string()).collect();
+    if items.len() > MAX_LISTED {
+        out.push(format!("and {} more", items.len() - MAX_LISTED));
+    }
+    out.join(", ")
+}
+
+// --- Go's time.ParseDuration and Duration.String ---
+
+/// Go's `time.ParseDuration` (what `metav1.Duration` unmarshals with):
+/// `[-+]` then one or more `<decimal><unit>`, units ns, us, µs, μs, ms, s, m,
+/// h; "0" alone is allowed. Returns nanoseconds.
+pub fn parse_go_duration(text: &str) -> Result<i64, String> {
+    let invalid = || format!("time: invalid duration {}", echo(text));
+    let (negative, mut rest) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if rest == "0" {
+        return Ok(0);
+    }
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    let mut total: u128 = 0;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (whole, after) = rest.split_at(digits);
+        let mut fraction = "";
+        rest = after;
+        if let Some(after_dot) = rest.strip_prefix('.') {
+            let digits = after_dot.bytes().take_while(u8::is_ascii_digit).count();
+            (fraction, rest) = after_dot.split_at(digits);
+        }
+        if whole.is_empty() && fraction.is_empty() {
+            return Err(invalid());
+        }
+        let unit_len = rest.find(|c: char| c == '.' || c.is_ascii_digit()).unwrap_or(rest.len());
+        let (unit, after) = rest.split_at(unit_len);
+        rest = after;
+        let scale: u128 = match unit {
+            "ns" => 1,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60 * 1_000_000_000,
+            "h" => 3600 * 1_000_000_000,
+            "" => return Err(format!("time: missing unit in duration {}", echo(text))),
+            other => return Err(format!("time: unknown unit {} in duration {}", echo(other), echo(text))),
+        };
+        let mut value: u128 = 0;
+        for digit in whole.bytes() {
+            value = value * 10 + u128::from(digit - b'0');
+            if value > i64::MAX as u128 + 1 {
+                return Err(invalid());
+            }
+        }
+        value *= scale;
+        // Fraction digits beyond what can matter are dropped, as Go does.
+        let (mut numerator, mut denominator): (u128, u128) = (0, 1);
+        for digit in fraction.bytes().take(18) {
+            numerator = numerator * 10 + u128::from(digit - b'0');
+            denominator *= 10;
+        }
+        value += numerator * scale / denominator;
+        total += value;
+        if total > i64::MAX as u128 + 1 {
+            return Err(invalid());
+        }
+    }
+    if negative { Ok((-(total as i128)) as i64) } else { i64::try_from(total).map_err(|_| invalid()) }
+}
+
+/// Go's `Duration.String` for non-negative durations: "30m0s", "1h0m0s", "1.5s", "300ms".
+pub fn go_duration(duration: Duration) -> String {
+    let nanos = duration.as_nanos();
+    if nanos == 0 {
+        return "0s".to_string();
+    }
+    let fraction = |value: u128, unit: u128, suffix: &str| {
+        let whole = value / unit;
+        let rest = value % unit;
+        if rest == 0 {
+            format!("{whole}{suffix}")
+        } else {
+            let width = unit.ilog10() as usize;
+            let digits = format!("{rest:0width$}");
+            format!("{whole}.{}{suffix}", digits.trim_end_matches('0'))
+        }
+    };
+    if nanos < 1_000 {
+        return format!("{nanos}ns");
+    }
+    if nanos < 1_000_000 {
+        return fraction(nanos, 1_000, "\u{b5}s");
+    }
+    if nanos < 1_000_000_000 {
+        return fraction(nanos, 1_000_000, "ms");
+    }
+    let seconds_total = nanos / 1_000_000_000;
+    let sub = nanos % 1_000_000_000;
+    let (hours, minutes, seconds) = (seconds_total / 3600, seconds_total / 60 % 60, seconds_total % 60);
+    let mut out = String::new();
+    if hours > 0 {
+        let _ = write!(out, "{hours}h");
+    }
+    if hours > 0 || minutes > 0 {
+        let _ = write!(out, "{minutes}m");
+    }
+    out.push_str(&fraction(seconds * 1_000_000_000 + sub, 1_000_000_000, "s"));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ns(name: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([(NAMESPACE_NAME_LABEL.to_string(), name.to_string())])
+    }
+
+    fn ns_with(name: &str, key: &str, value: &str) -> BTreeMap<String, String> {
+        let mut labels = ns(name);
+        labels.insert(key.to_string(), value.to_string());
+        labels
+    }
+
+    const V1BETA2: &str = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n";
+    const V1BETA1: &str = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n";
+
+    fn parse(body: &str, header: &str) -> KueueConfig {
+        KueueConfig::parse(&format!("{header}{body}")).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    #[test]
+    fn release_defaults() {
+        let config = KueueConfig::default();
+        assert_eq!(config.source, ConfigSource::ReleaseDefaults);
+        assert_eq!(config.namespace, "kueue-system");
+        assert!(!config.manage_jobs_without_queue_name);
+        assert_eq!(
+            config.managed_jobs_namespace_selector.to_string(),
+            "kubernetes.io/metadata.name notin (kube-system,kueue-system)"
+        );
+        assert!(config.framework_enabled("batch/job"));
+        assert!(!config.framework_enabled("jobset.x-k8s.io/jobset"));
+        assert!(config.wait_for_pods_ready_enabled());
+        assert_eq!(
+            config.wait_for_pods_ready,
+            Some(WaitForPodsReady {
+                timeout: Duration::from_secs(1800),
+                block_admission: false,
+                recovery_timeout: Duration::from_secs(1800),
+                requeuing_timestamp: RequeuingTimestamp::Eviction,
+                backoff_limit_count: None,
+                backoff_base_seconds: 60,
+                backoff_max_seconds: 3600,
+            })
+        );
+        assert!(!config.fair_sharing_enabled());
+        assert!(config.startup_errors.is_empty());
+        assert!(config.manages_namespace(&ns("team-a")));
+        assert!(!config.manages_namespace(&ns("kube-system")));
+        assert!(!config.manages_namespace(&ns("kueue-system")));
+        let summary = config.summary();
+        assert!(
+            summary.starts_with("Kueue Configuration: release defaults (no kueue-manager-config found)"),
+            "{summary}"
+        );
+        assert!(summary.contains("waitForPodsReady: on (timeout 30m0s, recoveryTimeout 30m0s"), "{summary}");
+        assert!(summary.contains("fairSharing: off"), "{summary}");
+    }
+
+    #[test]
+    fn minimal_v1beta2_equals_the_defaults_but_for_the_source() {
+        let config = parse("", V1BETA2);
+        assert_eq!(
+            config.source,
+            ConfigSource::ConfigMap { namespace: "kueue-system".into(), api_version: ApiVersion::V1beta2 }
+        );
+        assert_eq!(KueueConfig { source: ConfigSource::ReleaseDefaults, ..config }, KueueConfig::default());
+    }
+
+    #[test]
+    fn release_manifest_text_parses_to_release_manifest() {
+        // The non-comment content of config/components/manager/controller_manager_config.yaml
+        // that this module reads (the rest is known and ignored).
+        let text = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nhealth:\n  \
+                    healthProbeBindAddress: :8081\nmetrics:\n  bindAddress: :8443\nwebhook:\n  port: 9443\n\
+                    leaderElection:\n  leaderElect: true\n  resourceName: c1f6bfd2.kueue.x-k8s.io\ncontroller:\n  \
+                    groupKindConcurrency:\n    Job.batch: 5\nclientConnection:\n  qps: 300\n  burst: 500\n\
+                    integrations:\n  frameworks:\n  - \"batch/job\"\n  - \"kubeflow.org/mpijob\"\n  - \"ray.io/rayjob\"\n  \
+                    - \"ray.io/raycluster\"\n  - \"ray.io/rayservice\"\n  - \"jobset.x-k8s.io/jobset\"\n  \
+                    - \"workload.codeflare.dev/appwrapper\"\n  - \"trainer.kubeflow.org/trainjob\"\n  - \"pod\"\n  \
+                    - \"deployment\"\n  - \"statefulset\"\n  - \"leaderworkerset.x-k8s.io/leaderworkerset\"\n";
+        let config = KueueConfig::parse(text).unwrap();
+        assert!(config.startup_errors.is_empty(), "{:?}", config.startup_errors);
+        assert_eq!(KueueConfig { source: ConfigSource::ReleaseManifest, ..config }, KueueConfig::release_manifest());
+        assert!(KueueConfig::release_manifest().framework_enabled("jobset.x-k8s.io/jobset"));
+    }
+
+    #[test]
+    fn v1beta2_settings() {
+        let config = parse(
+            "namespace: kueue\nmanageJobsWithoutQueueName: true\nmanagedJobsNamespaceSelector:\n  matchLabels:\n    \
+             kueue-managed: \"true\"\nintegrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset]\n  \
+             externalFrameworks: [Foo.v1.example.com]\nwaitForPodsReady:\n  timeout: 5m\n  blockAdmission: true\n  \
+             requeuingStrategy:\n    timestamp: Creation\n    backoffLimitCount: 3\n    backoffBaseSeconds: 10\n\
+             fairSharing:\n  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n\
+             featureGates:\n  TopologyAwareScheduling: true\nunknownThing: 1\n",
+            V1BETA2,
+        );
+        assert_eq!(config.namespace, "kueue");
+        assert!(config.manage_jobs_without_queue_name);
+        assert_eq!(config.managed_jobs_namespace_selector.to_string(), "kueue-managed=true");
+        assert!(config.framework_enabled("jobset.x-k8s.io/jobset"));
+        assert!(config.framework_enabled("Foo.v1.example.com"));
+        assert!(!config.framework_enabled("pod"));
+        let w = config.effective_wait_for_pods_ready().unwrap();
+        assert_eq!(w.timeout, Duration::from_secs(300));
+        assert_eq!(w.recovery_timeout, Duration::from_secs(300), "recoveryTimeout defaults to timeout");
+        assert!(w.block_admission);
+        assert_eq!(w.requeuing_timestamp, RequeuingTimestamp::Creation);
+        assert_eq!((w.backoff_limit_count, w.backoff_base_seconds, w.backoff_max_seconds), (Some(3), 10, 3600));
+        assert_eq!(
+            config.fair_sharing.as_ref().unwrap().preemption_strategies,
+            ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+        );
+        assert!(config.feature_gate("TopologyAwareScheduling"));
+        assert_eq!(config.startup_errors.len(), 1, "{:?}", config.startup_errors);
+        assert!(config.startup_errors[0].contains("\"unknownThing\": unknown field"));
+        let summary = config.summary();
+        assert!(summary.contains("from ConfigMap kueue-system/kueue-manager-config (config.kueue.x-k8s.io/v1beta2)"));
+        assert!(summary.contains("would not start"), "{summary}");
+    }
+
+    #[test]
+    fn v1beta2_wait_for_pods_ready_cannot_be_switched_off_but_by_the_gate() {
+        for body in ["waitForPodsReady: null\n", "waitForPodsReady: {}\n", "waitForPodsReady:\n  timeout: 0s\n"] {
+            let config = parse(body, V1BETA2);
+            assert_eq!(config.effective_wait_for_pods_ready().unwrap().timeout, Duration::from_secs(1800), "{body}");
+        }
+        let gated = parse("featureGates:\n  DisableWaitForPodsReady: true\n", V1BETA2);
+        assert!(gated.wait_for_pods_ready.is_some());
+        assert!(!gated.wait_for_pods_ready_enabled());
+        assert!(gated.summary().contains("waitForPodsReady: off (feature gate"));
+        // v1beta2 has no `enable`: writing one is an unknown field
+        let with_enable = parse("waitForPodsReady:\n  enable: false\n", V1BETA2);
+        assert!(with_enable.wait_for_pods_ready_enabled());
+        assert!(with_enable.startup_errors[0].contains("waitForPodsReady.\"enable\": unknown field"));
+        // an explicit recoveryTimeout of 0s disables recovery checking
+        let no_recovery = parse("waitForPodsReady:\n  timeout: 10m\n  recoveryTimeout: 0s\n", V1BETA2);
+        assert_eq!(no_recovery.wait_for_pods_ready.unwrap().recovery_timeout, Duration::ZERO);
+        // a null timeout fails Duration.UnmarshalJSON
+        let error = KueueConfig::parse(&format!("{V1BETA2}waitForPodsReady:\n  timeout: null\n")).unwrap_err();
+        assert!(error.contains("waitForPodsReady.timeout"), "{error}");
+    }
+
+    #[test]
+    fn v1beta1_wait_for_pods_ready_is_opt_in() {
+        let off = parse("", V1BETA1);
+        assert_eq!(off.wait_for_pods_ready, None);
+        assert!(!off.wait_for_pods_ready_enabled());
+        assert!(off.summary().contains("waitForPodsReady: off"));
+        assert_eq!(parse("waitForPodsReady:\n  timeout: 10m\n", V1BETA1).wait_for_pods_ready, None);
+        let on = parse("waitForPodsReady:\n  enable: true\n", V1BETA1);
+        assert_eq!(on.wait_for_pods_ready, Some(WaitForPodsReady::defaults(Duration::from_secs(300), true)));
+        let custom = parse(
+            "waitForPodsReady:\n  enable: true\n  timeout: 1h30m\n  blockAdmission: false\n  recoveryTimeout: 2m\n",
+            V1BETA1,
+        );
+        let w = custom.wait_for_pods_ready.unwrap();
+        assert_eq!(
+            (w.timeout, w.recovery_timeout, w.block_admission),
+            (Duration::from_secs(5400), Duration::from_secs(120), false)
+        );
+        let zero = parse("waitForPodsReady:\n  enable: true\n  timeout: 0s\n", V1BETA1);
+        assert!(
+            zero.startup_errors.iter().any(|p| p.contains("timeout: must be specified")),
+            "{:?}",
+            zero.startup_errors
+        );
+        // problems of a disabled section are not Kueue's concern
+        let disabled = parse("waitForPodsReady:\n  timeout: -1m\n", V1BETA1);
+        assert!(disabled.startup_errors.is_empty(), "{:?}", disabled.startup_errors);
+    }
+
+    #[test]
+    fn fair_sharing_by_version() {
+        assert!(!parse("fairSharing:\n  enable: false\n", V1BETA1).fair_sharing_enabled());
+        let v1 = parse("fairSharing:\n  enable: true\n", V1BETA1);
+        assert_eq!(
+            v1.fair_sharing.unwrap().preemption_strategies,
+            ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+        );
+        let v2 = parse("fairSharing:\n  preemptionStrategies: [LessThanInitialShare]\n", V1BETA2);
+        assert!(v2.fair_sharing_enabled());
+        assert!(v2.startup_errors.is_empty());
+        let empty = parse("fairSharing: {}\n", V1BETA2);
+        assert!(empty.fair_sharing_enabled());
+        assert!(empty.startup_errors[0].contains("preemptionStrategies: must be specified"));
+        let wrong = parse(
+            "fairSharing:\n  preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]\n",
+            V1BETA2,
+        );
+        assert!(wrong.startup_errors[0].contains("is not one of"));
+        assert!(!parse("fairSharing: null\n", V1BETA2).fair_sharing_enabled());
+    }
+
+    #[test]
+    fn namespace_selector_defaults_follow_the_namespace() {
+        let config = KueueConfig::parse_in_namespace(V1BETA2, "kueue").unwrap();
+        assert_eq!(config.namespace, "kueue");
+        assert_eq!(
+            config.managed_jobs_namespace_selector.to_string(),
+            "kubernetes.io/metadata.name notin (kube-system,kueue)"
+        );
+        assert!(config.manages_namespace(&ns("kueue-system")));
+        assert!(config.summary().contains("from ConfigMap kueue/kueue-manager-config"));
+        // an explicit namespace wins over where the ConfigMap is
+        let explicit = KueueConfig::parse_in_namespace(&format!("{V1BETA2}namespace: other\n"), "kueue").unwrap();
+        assert!(!explicit.manages_namespace(&ns("other")));
+        // the default applies even when manageJobsWithoutQueueName is false (it is)
+        assert!(!parse("manageJobsWithoutQueueName: false\n", V1BETA1).manages_namespace(&ns("kube-system")));
+    }
+
+    #[test]
+    fn namespace_selector_problems() {
+        let everything = parse("managedJobsNamespaceSelector: {}\n", V1BETA2);
+        assert!(everything.manages_namespace(&ns("kube-system")));
+        assert_eq!(everything.startup_errors.len(), 2, "{:?}", everything.startup_errors);
+        assert!(everything.startup_errors[0].contains("should not match the \"kube-system\" namespace"));
+        assert!(everything.startup_errors[1].contains("\"kueue-system\""));
+        let label_only = parse("managedJobsNamespaceSelector:\n  matchLabels: {team: a}\n", V1BETA2);
+        assert!(label_only.startup_errors.is_empty(), "selecting by another label exempts both");
+        let invalid = parse(
+            "managedJobsNamespaceSelector:\n  matchExpressions:\n  - key: team\n    operator: Equals\n    values: [a]\n",
+            V1BETA2,
+        );
+        assert!(
+            invalid.startup_errors[0].contains("not a valid label selector operator"),
+            "{:?}",
+            invalid.startup_errors
+        );
+        assert!(!invalid.managed_jobs_namespace_selector.is_valid());
+        let typo = parse("managedJobsNamespaceSelector:\n  matchLabel: {team: a}\n", V1BETA2);
+        assert!(typo.startup_errors.iter().any(|p| p.contains("matchLabel\": unknown field")));
+        let error = KueueConfig::parse(&format!("{V1BETA2}managedJobsNamespaceSelector: [a]\n")).unwrap_err();
+        assert!(error.starts_with("managedJobsNamespaceSelector: expected a mapping"), "{error}");
+    }
+
+    #[test]
+    fn which_jobs_kueue_takes_up() {
+        let config = parse("managedJobsNamespaceSelector:\n  matchLabels: {kueue-managed: \"true\"}\n", V1BETA2);
+        let managed = ns_with("team-a", "kueue-managed", "true");
+        let unmanaged = ns("team-b");
+        assert!(config.reconciles_job("batch/job", &managed, true));
+        assert!(!config.reconciles_job("batch/job", &managed, false), "manageJobsWithoutQueueName is off");
+        assert!(!config.reconciles_job("batch/job", &unmanaged, true), "a queue label does not override the selector");
+        assert!(config.suspends_on_create("batch/job", &unmanaged, true), "...but the webhook still suspends it");
+        assert!(!config.suspends_on_create("batch/job", &managed, false));
+        assert!(!config.reconciles_job("jobset.x-k8s.io/jobset", &managed, true), "framework not enabled");
+        assert!(!config.suspends_on_create("jobset.x-k8s.io/jobset", &managed, true));
+        let all = parse("manageJobsWithoutQueueName: true\n", V1BETA2);
+        assert!(all.reconciles_job("batch/job", &ns("team-b"), false));
+        assert!(all.suspends_on_create("batch/job", &ns("team-b"), false));
+        assert!(!all.suspends_on_create("batch/job", &ns("kube-system"), false));
+    }
+
+    #[test]
+    fn frameworks() {
+        assert_eq!(parse("integrations:\n  frameworks: []\n", V1BETA2).frameworks, ["batch/job"]);
+        assert_eq!(parse("integrations: null\n", V1BETA1).frameworks, ["batch/job"]);
+        let jobset_only = parse("integrations:\n  frameworks: [jobset.x-k8s.io/jobset]\n", V1BETA2);
+        assert!(!jobset_only.framework_enabled("batch/job"), "the list replaces the default");
+        let bad = parse(
+            "integrations:\n  frameworks: [batch/job, batch/job, kubeflow.org/mxjob]\n  externalFrameworks: [Foo, A.v1.x, A.v1.x]\n",
+            V1BETA2,
+        );
+        let problems = bad.startup_errors.join("\n");
+        assert!(problems.contains("frameworks[1]: duplicate"), "{problems}");
+        assert!(problems.contains("frameworks[2]: unsupported framework \"kubeflow.org/mxjob\""), "{problems}");
+        assert!(problems.contains("externalFrameworks[0]: \"Foo\" is not in Kind.version.group form"), "{problems}");
+        assert!(problems.contains("externalFrameworks[2]: duplicate"), "{problems}");
+        let v1 = parse("integrations:\n  frameworks: [pod]\n  podOptions:\n    namespaceSelector: {}\n", V1BETA1);
+        assert!(v1.startup_errors.is_empty(), "podOptions is a known (ignored) v1beta1 field: {:?}", v1.startup_errors);
+    }
+
+    #[test]
+    fn decode_errors_name_the_field() {
+        let cases = [
+            ("", "empty"),
+            ("- a\n", "must be a mapping"),
+            ("kind: Configuration\n", "apiVersion: missing"),
+            (
+                "apiVersion: config.kueue.x-k8s.io/v1alpha1\nkind: Configuration\n",
+                "apiVersion: \"config.kueue.x-k8s.io/v1alpha1\"",
+            ),
+            ("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Config\n", "kind: \"Config\""),
+            ("apiVersion: config.kueue.x-k8s.io/v1beta2\n", "kind: missing"),
+            ("apiVersion: [1]\nkind: Configuration\n", "apiVersion: expected a string"),
+            ("a: [\n", "not valid YAML"),
+            ("a: 1\na: 2\n", "not valid YAML"),
+        ];
+        for (text, expected) in cases {
+            let error = KueueConfig::parse(text).unwrap_err();
+            assert!(error.contains(expected), "{text:?}: {error}");
+        }
+        let field_cases = [
+            (
+                "manageJobsWithoutQueueName: maybe\n",
+                "manageJobsWithoutQueueName: expected a boolean, found the string \"maybe\"",
+            ),
+            ("namespace: 3\n", "namespace: expected a string"),
+            ("waitForPodsReady:\n  timeout: 300\n", "waitForPodsReady.timeout: expected a duration string"),
+            ("waitForPodsReady:\n  timeout: 5 minutes\n", "waitForPodsReady.timeout: time: unknown unit"),
+            (
+                "waitForPodsReady:\n  requeuingStrategy:\n    backoffBaseSeconds: 1.5\n",
+                "backoffBaseSeconds: expected a 32-bit integer, found the number 1.5",
+            ),
+            (
+                "waitForPodsReady:\n  requeuingStrategy:\n    backoffMaxSeconds: 3000000000\n",
+                "backoffMaxSeconds: expected a 32-bit integer",
+            ),
+            ("integrations:\n  frameworks: batch/job\n", "integrations.frameworks: expected a list"),
+            ("integrations:\n  frameworks: [1]\n", "integrations.frameworks[0]: expected a string"),
+            ("featureGates:\n  A: \"x\"\n", "featureGates.\"A\": expected a boolean"),
+            ("fairSharing: true\n", "fairSharing: expected a mapping"),
+            ("managedJobsNamespaceSelector:\n  matchLabels: {a: 1}\n", "managedJobsNamespaceSelector: invalid type"),
+        ];
+        for (body, expected) in field_cases {
+            let error = KueueConfig::parse(&format!("{V1BETA2}{body}")).unwrap_err();
+            assert!(error.contains(expected), "{body:?}: {error}");
+        }
+        assert!(KueueConfig::parse(&"#".repeat(MAX_TEXT_BYTES + 1)).unwrap_err().contains("more than a ConfigMap"));
+    }
+
+    #[test]
+    fn hostile_input_does_not_panic() {
+        let nested = format!("{V1BETA2}integrations: {}{}\n", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(KueueConfig::parse(&nested).is_err());
+        let laughs = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n\
+                      c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n\
+                      e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n\
+                      g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: [*g, *g, *g, *g, *g, *g, *g, *g, *g]\n";
+        let _ = KueueConfig::parse(laughs);
+        let many_unknown: String = (0..5000).map(|i| format!("k{i}: 1\n")).collect();
+        let config = parse(&many_unknown, V1BETA2);
+        assert_eq!(config.startup_errors.len(), MAX_PROBLEMS + 1);
+        assert!(config.summary().len() < 10_000);
+        let long_name = format!("{V1BETA2}integrations:\n  frameworks: [\"{}\"]\n", "é".repeat(5000));
+        let config = KueueConfig::parse(&long_name).unwrap();
+        assert!(config.summary().len() < 2_000);
+        for text in ["\u{0}", "apiVersion: \u{feff}", "?", "!!binary x", "*x"] {
+            let _ = KueueConfig::parse(text);
+        }
+        for duration in
+            ["-", "+", ".", "1", "1.", ".s", "9223372036854775808ns", "99999999999999999999h", "1e3s", "µ", "1µ"]
+        {
+            let _ = parse_go_duration(duration);
+        }
+    }
+
+    #[test]
+    fn go_durations() {
+        let cases: [(&str, i64); 12] = [
+            ("0", 0),
+            ("5m", 300_000_000_000),
+            ("1h30m", 5_400_000_000_000),
+            ("1.5h", 5_400_000_000_000),
+            ("-1m", -60_000_000_000),
+            ("+2s", 2_000_000_000),
+            ("300ms", 300_000_000),
+            ("10us", 10_000),
+            ("10\u{b5}s", 10_000),
+            ("1ns", 1),
+            (".5s", 500_000_000),
+            ("9223372036854775807ns", i64::MAX),
+        ];
+        for (text, nanos) in cases {
+            assert_eq!(parse_go_duration(text), Ok(nanos), "{text}");
+        }
+        assert_eq!(parse_go_duration("-9223372036854775808ns"), Ok(i64::MIN));
+        for text in ["", "5", "m", "5 m", "5M", "1.s.", "9223372036854775808ns", "3000000h", "1d"] {
+            assert!(parse_go_duration(text).is_err(), "{text}");
+        }
+        assert_eq!(go_duration(Duration::from_secs(1800)), "30m0s");
+        assert_eq!(go_duration(Duration::from_secs(3600)), "1h0m0s");
+        assert_eq!(go_duration(Duration::from_secs(5)), "5s");
+        assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(go_duration(Duration::from_millis(300)), "300ms");
+        assert_eq!(go_duration(Duration::ZERO), "0s");
+    }
+}

@@ -1,0 +1,205 @@
+//! Quota in a cohort tree, as Kueue's scheduler cache computes it
+//! (pkg/cache/scheduler/resource_node.go): what a ClusterQueue could ever get
+//! of one resource in one flavor, with nothing else running.
+//!
+//! A node's *subtree quota* is its own nominal quota plus what its children lend
+//! it; a child lends all of its subtree quota except what its `lendingLimit`
+//! keeps back (`localQuota`). A node's *potential* is what it keeps plus its
+//! parent's potential, capped by its `borrowingLimit` (`potentialAvailable`).
+//! With no usage, Kueue's `available` equals `potentialAvailable`, so a
+//! workload alone fits iff its request is at most the potential.
+
+use std::collections::HashSet;
+
+use super::ClusterView;
+use super::objects::ResourceGroup;
+
+/// One node's quota for a flavor and resource: nominal, borrowingLimit, lendingLimit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct NodeQuota {
+    nominal: i64,
+    borrowing_limit: Option<i64>,
+    lending_limit: Option<i64>,
+}
+
+fn node_quota(groups: &[ResourceGroup], flavor: &str, resource: &str) -> NodeQuota {
+    groups
+        .iter()
+        .flat_map(|group| &group.flavors)
+        .filter(|f| f.name == flavor)
+        .find_map(|f| f.quota(resource))
+        .map_or_else(NodeQuota::default, |q| NodeQuota {
+            nominal: q.nominal,
+            borrowing_limit: q.borrowing_limit,
+            lending_limit: q.lending_limit,
+        })
+}
+
+/// What a node keeps for itself (`resourceNode.localQuota`): with a
+/// lendingLimit, the part of its subtree quota above it; without, nothing.
+fn local_quota(subtree: i64, quota: NodeQuota) -> i64 {
+    quota.lending_limit.map_or(0, |limit| (subtree - limit).max(0))
+}
+
+/// A cohort tree node: a ClusterQueue or a Cohort (explicit or implied by a name).
+#[derive(Clone, Copy)]
+enum Node<'a> {
+    ClusterQueue(&'a str),
+    Cohort(&'a str),
+}
+
+struct Tree<'v, V: ClusterView> {
+    view: &'v V,
+    flavor: &'v str,
+    resource: &'v str,
+    /// A ClusterQueue whose quota counts as zero (what-if it lent nothing).
+    without: Option<&'v str>,
+}
+
+impl<'v, V: ClusterView> Tree<'v, V> {
+    fn quota(&self, node: Node<'_>) -> NodeQuota {
+        if let (Node::ClusterQueue(name), Some(without)) = (node, self.without)
+            && name == without
+        {
+            return NodeQuota::default();
+        }
+        let groups = match node {
+            Node::ClusterQueue(name) => self.view.cluster_queue(name).map(|q| q.resource_groups.as_slice()),
+            Node::Cohort(name) => self.view.cohort(name).map(|c| c.resource_groups.as_slice()),
+        };
+        groups.map_or_else(NodeQuota::default, |groups| node_quota(groups, self.flavor, self.resource))
+    }
+
+    fn parent(&self, node: Node<'_>) -> Option<&'v str> {
+        match node {
+            Node::ClusterQueue(name) => self.view.cluster_queue(name)?.cohort.as_deref(),
+            Node::Cohort(name) => self.view.cohort(name)?.parent.as_deref(),
+        }
+    }
+
+    /// `SubtreeQuota`: own nominal plus what each child lends up.
+    fn subtree(&self, node: Node<'_>, visiting: &mut HashSet<String>) -> i64 {
+        let own = self.quota(node).nominal;
+        let Node::Cohort(name) = node else { return own };
+        if !visiting.insert(name.to_string()) {
+            return own; // a cycle: Kueue refuses the tree; count nothing twice
+        }
+        let mut total = own;
+        for (child, cohort) in self.view.cohorts() {
+            if cohort.parent.as_deref() == Some(name) {
+                total = total.saturating_add(self.lent(Node::Cohort(child), visiting));
+            }
+        }
+        for (child, queue) in self.view.cluster_queues() {
+            if queue.cohort.as_deref() == Some(name) {
+                total = total.saturating_add(self.lent(Node::ClusterQueue(child), visiting));
+            }
+        }
+        visiting.remove(name);
+        total
+    }
+
+    fn lent(&self, child: Node<'_>, visiting: &mut HashSet<String>) -> i64 {
+        let subtree = self.subtree(child, visiting);
+        subtree - local_quota(subtree, self.quota(child))
+    }
+
+    /// `potentialAvailable`.
+    fn potential(&self, node: Node<'_>, visiting: &mut HashSet<String>) -> i64 {
+        let quota = self.quota(node);
+        let subtree = self.subtree(node, &mut HashSet::new());
+        let Some(parent) = self.parent(node) else { return subtree };
+        if !visiting.insert(parent.to_string()) {
+            return subtree;
+        }
+        let mut potential = local_quota(subtree, quota).saturating_add(self.potential(Node::Cohort(parent), visiting));
+        if let Some(limit) = quota.borrowing_limit {
+            potential = potential.min(subtree.saturating_add(limit));
+        }
+        potential
+    }
+}
+
+/// The most of `resource` in `flavor` ClusterQueue `cluster_queue` could ever
+/// hold (Kueue: `ClusterQueueSnapshot.PotentialAvailable`), in milli-units.
+pub fn potential_available(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
+    let tree = Tree { view, flavor, resource, without: None };
+    tree.potential(Node::ClusterQueue(cluster_queue), &mut HashSet::new())
+}
+
+/// [`potential_available`] if ClusterQueue `without` had no quota: less than
+/// with it exactly when part of what `cluster_queue` can borrow is `without`'s.
+pub fn potential_available_without(
+    view: &impl ClusterView,
+    cluster_queue: &str,
+    flavor: &str,
+    resource: &str,
+    without: &str,
+) -> i64 {
+    let tree = Tree { view, flavor, resource, without: Some(without) };
+    tree.potential(Node::ClusterQueue(cluster_queue), &mut HashSet::new())
+}
+
+/// The ClusterQueue's own nominal quota of `resource` in `flavor`.
+pub fn nominal(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
+    let tree = Tree { view, flavor, resource, without: None };
+    tree.quota(Node::ClusterQueue(cluster_queue)).nominal
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::state_file;
+
+    fn state(yaml: &str) -> crate::cluster::ClusterState {
+        state_file::parse(yaml.as_bytes()).unwrap()
+    }
+
+    const CPU_4: &str =
+        "resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4";
+
+    #[test]
+    fn alone_a_queue_gets_its_nominal_quota() {
+        let view = state(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: a}}\nspec: {{{CPU_4}}}]}}]}}]}}\n"
+        ));
+        assert_eq!(potential_available(&view, "a", "f", "cpu"), 4000);
+        assert_eq!(potential_available(&view, "a", "other", "cpu"), 0);
+    }
+
+    #[test]
+    fn a_cohort_lends_what_its_members_do_not_keep() {
+        let view = state(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: a}}\nspec: {{cohortName: c, {CPU_4}}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: b}}\nspec: {{cohortName: c, {CPU_4}, lendingLimit: 1}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: capped}}\nspec: {{cohortName: c, {CPU_4}, borrowingLimit: 2}}]}}]}}]}}\n"
+        ));
+        // a: all of a's 4 and capped's 4 are in the cohort, plus the 1 b lends.
+        assert_eq!(potential_available(&view, "a", "f", "cpu"), 9000);
+        // b keeps 3 and can use the cohort's 9.
+        assert_eq!(potential_available(&view, "b", "f", "cpu"), 12000);
+        // capped: its 4 plus at most 2 borrowed.
+        assert_eq!(potential_available(&view, "capped", "f", "cpu"), 6000);
+    }
+
+    #[test]
+    fn a_cohort_with_borrowing_limit_zero_caps_its_subtree() {
+        let view = state(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: a}}\nspec: {{cohortName: leaf, {CPU_4}}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: b}}\nspec: {{cohortName: root, {CPU_4}}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: leaf}}\nspec: {{parentName: root, resourceGroups: [{{coveredResources: [cpu], flavors: [{{name: f, resources: [{{name: cpu, nominalQuota: 0, borrowingLimit: 0}}]}}]}}]}}\n"
+        ));
+        assert_eq!(potential_available(&view, "a", "f", "cpu"), 4000, "leaf cannot borrow from root");
+        assert_eq!(potential_available(&view, "b", "f", "cpu"), 8000, "a's quota is lent up to root");
+    }
+
+    #[test]
+    fn cycles_end() {
+        let view = state(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: a}}\nspec: {{cohortName: x, {CPU_4}}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: x}}\nspec: {{parentName: y}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: y}}\nspec: {{parentName: x}}\n"
+        ));
+        let _ = potential_available(&view, "a", "f", "cpu");
+    }
+}

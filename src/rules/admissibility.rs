@@ -1,0 +1,285 @@
+//! Admissible: Kueue would eventually admit this workload through this
+//! LocalQueue if nothing else were running. Each reason it would not is a
+//! denial naming the cause, since the workload would otherwise sit suspended
+//! forever with nothing said where its submitter looks.
+//!
+//! Followed in Kueue v0.19.2: the queue manager (a stopped LocalQueue, a
+//! missing ClusterQueue), `clusterQueue.inactiveReason` (stopPolicy, missing
+//! ResourceFlavors and AdmissionChecks), `workload.ValidateAdmissibility` (the
+//! namespaceSelector), and `FlavorAssigner.assignFlavors` with
+//! `fitsResourceQuota` (uncovered resources and the maximum capacity).
+
+use std::collections::BTreeMap;
+
+use super::exposure::Usage;
+use super::{Denial, Reason, Subject, join};
+use crate::cluster::quota::{nominal, potential_available};
+use crate::cluster::{ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
+use crate::quantity;
+use crate::workload::PodSetRequests;
+
+/// Why Kueue would never admit a workload through a LocalQueue: the cause,
+/// without the way out (the caller knows which queues work instead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inadmissible {
+    pub reason: Reason,
+    pub cause: String,
+}
+
+impl Inadmissible {
+    fn new(reason: Reason, cause: String) -> Self {
+        Self { reason, cause }
+    }
+}
+
+/// Whether Kueue would admit `subject` through LocalQueue `local_queue`, and
+/// if so what it would hold (its flavor assignment). `pod_sets` are its requests.
+pub fn check(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    local_queue: &str,
+    pod_sets: &[PodSetRequests],
+) -> Result<Usage, Inadmissible> {
+    let namespace = subject.namespace;
+    let Some(queue) = view.local_queue(namespace, local_queue) else {
+        return Err(Inadmissible::new(
+            Reason::MissingLocalQueue,
+            format!("LocalQueue '{local_queue}' does not exist in namespace '{namespace}'"),
+        ));
+    };
+    match queue.stop_policy {
+        StopPolicy::None => {}
+        policy => {
+            return Err(Inadmissible::new(
+                Reason::LocalQueueStopped,
+                format!(
+                    "LocalQueue '{local_queue}' has stopPolicy {}, so Kueue admits nothing from it until its owner sets \
+                     stopPolicy None",
+                    policy.as_str()
+                ),
+            ));
+        }
+    }
+    let cq_name = queue.cluster_queue.as_str();
+    let Some(cluster_queue) = view.cluster_queue(cq_name) else {
+        return Err(Inadmissible::new(
+            Reason::ClusterQueueMissing,
+            format!("LocalQueue '{local_queue}' points to ClusterQueue '{cq_name}', which does not exist"),
+        ));
+    };
+    if let Some(why) = inactive_reason(view, cluster_queue) {
+        return Err(Inadmissible::new(
+            Reason::ClusterQueueInactive,
+            format!("LocalQueue '{local_queue}' feeds ClusterQueue '{cq_name}', which is inactive: it {why}"),
+        ));
+    }
+    let empty = BTreeMap::new();
+    let labels = view.namespace(namespace).map_or(&empty, |ns| &ns.labels);
+    match &cluster_queue.namespace_selector {
+        NamespaceSelector::Absent => {
+            return Err(Inadmissible::new(
+                Reason::NamespaceNotSelected,
+                format!(
+                    "LocalQueue '{local_queue}' feeds ClusterQueue '{cq_name}', which has no namespaceSelector: Kueue \
+                     reads that as selecting no namespace (namespaceSelector: {{}} selects them all)"
+                ),
+            ));
+        }
+        NamespaceSelector::Selector(selector) if !selector.matches(labels) => {
+            return Err(Inadmissible::new(
+                Reason::NamespaceNotSelected,
+                format!(
+                    "LocalQueue '{local_queue}' feeds ClusterQueue '{cq_name}', whose namespaceSelector '{selector}' does \
+                     not select namespace '{namespace}'"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    assign_flavors(view, cq_name, cluster_queue, pod_sets).map_err(|inadmissible| Inadmissible {
+        cause: format!("in ClusterQueue '{cq_name}' (via LocalQueue '{local_queue}'), {}", inadmissible.cause),
+        ..inadmissible
+    })
+}
+
+/// Whether Kueue takes the workload up at all (`jobframework.ReconcileGenericJob`):
+/// its integration must be enabled and its namespace selected by
+/// managedJobsNamespaceSelector, queue label or not. Otherwise Kueue never
+/// creates its Workload, and the suspend Kueue's webhook (or ours) set stays.
+pub fn check_managed(view: &impl ClusterView, subject: Subject<'_>) -> Result<(), Inadmissible> {
+    let config = view.kueue_config();
+    let framework = subject.kind.kueue_framework();
+    if !config.framework_enabled(framework) {
+        return Err(Inadmissible::new(
+            Reason::IntegrationDisabled,
+            format!(
+                "Kueue's Configuration does not enable the {framework} integration ({}), so Kueue never creates a \
+                 Workload for it; ask the cluster administrator to add {framework} to integrations.frameworks",
+                config.summary()
+            ),
+        ));
+    }
+    let empty = BTreeMap::new();
+    let labels = view.namespace(subject.namespace).map_or(&empty, |ns| &ns.labels);
+    if !config.manages_namespace(labels) {
+        return Err(Inadmissible::new(
+            Reason::NamespaceNotManaged,
+            format!(
+                "Kueue does not manage namespace '{}': its managedJobsNamespaceSelector '{}' does not select it, so \
+                 Kueue ignores jobs there even with a queue label; ask the cluster administrator to label the \
+                 namespace to match, or remove the label {} to run without Kueue",
+                subject.namespace,
+                config.managed_jobs_namespace_selector,
+                crate::workload::QUEUE_NAME_LABEL
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether anyone could get a workload into ClusterQueue `name` at all: it is
+/// active and its namespaceSelector selects some namespace (where a user could
+/// create a LocalQueue pointing at it). A queue that cannot take workloads can
+/// neither preempt nor reclaim.
+pub fn accepts_workloads(view: &impl ClusterView, name: &str) -> bool {
+    let Some(queue) = view.cluster_queue(name) else { return false };
+    if inactive_reason(view, queue).is_some() {
+        return false;
+    }
+    let config = view.kueue_config();
+    match &queue.namespace_selector {
+        NamespaceSelector::Selector(selector) => {
+            view.namespaces().any(|(_, ns)| selector.matches(&ns.labels) && config.manages_namespace(&ns.labels))
+        }
+        _ => false,
+    }
+}
+
+/// Why Kueue holds a ClusterQueue inactive (`clusterQueue.inactiveReason`),
+/// all causes at once; `None` when it is active.
+fn inactive_reason(view: &impl ClusterView, queue: &ClusterQueue) -> Option<String> {
+    let mut reasons = Vec::new();
+    if let NamespaceSelector::Invalid(error) = &queue.namespace_selector {
+        reasons.push(format!("has a namespaceSelector Kueue cannot parse ({error})"));
+    }
+    if queue.stop_policy != StopPolicy::None {
+        reasons.push(format!("has stopPolicy {}", queue.stop_policy.as_str()));
+    }
+    let missing: Vec<&str> = queue.flavor_names().into_iter().filter(|f| view.resource_flavor(f).is_none()).collect();
+    if !missing.is_empty() {
+        reasons.push(format!("names ResourceFlavor(s) that do not exist: {}", join(&missing)));
+    }
+    let missing: Vec<&str> =
+        queue.admission_checks.iter().map(String::as_str).filter(|c| view.admission_check(c).is_none()).collect();
+    if !missing.is_empty() {
+        reasons.push(format!("names AdmissionCheck(s) that do not exist: {}", join(&missing)));
+    }
+    let inactive: Vec<&str> =
+        queue.admission_checks.iter().map(String::as_str).filter(|c| view.admission_check(c) == Some(false)).collect();
+    if !inactive.is_empty() {
+        reasons.push(format!("names AdmissionCheck(s) that are not Active: {}", join(&inactive)));
+    }
+    (!reasons.is_empty()).then(|| reasons.join("; "))
+}
+
+/// Kueue's flavor assignment for a workload alone in its ClusterQueue: pod sets
+/// in order, each resource group's flavors in order, the first flavor where
+/// every covered request fits what the queue could ever get (with no usage,
+/// Kueue's `available` equals its `potentialAvailable`), usage carried from one
+/// pod set to the next. Kueue does not backtrack, and neither does this.
+fn assign_flavors(
+    view: &impl ClusterView,
+    cq_name: &str,
+    queue: &ClusterQueue,
+    pod_sets: &[PodSetRequests],
+) -> Result<Usage, Inadmissible> {
+    let mut used = Usage::new();
+    for pod_set in pod_sets {
+        let mut requests = pod_set.total.clone();
+        if queue.group_for("pods").is_some() {
+            requests.insert("pods".to_string(), pod_set.count.saturating_mul(1000));
+        }
+        let mut assigned: BTreeMap<&str, &str> = BTreeMap::new();
+        for (resource, amount) in &requests {
+            let Some(group) = queue.group_for(resource) else {
+                if *amount == 0 {
+                    continue; // Kueue skips zero requests of undeclared resources
+                }
+                return Err(Inadmissible::new(
+                    Reason::ResourceUncovered,
+                    format!(
+                        "pod set '{}' requests {resource}, which no resource group of the ClusterQueue covers",
+                        pod_set.name
+                    ),
+                ));
+            };
+            if assigned.contains_key(resource.as_str()) {
+                continue;
+            }
+            let group_requests: Vec<(&str, i64)> =
+                requests.iter().filter(|(r, _)| group.covers(r)).map(|(r, v)| (r.as_str(), *v)).collect();
+            let mut shortfalls = Vec::new();
+            let mut chosen: Option<(&str, bool)> = None;
+            for flavor in &group.flavors {
+                let mut fits = true;
+                let mut borrows = false;
+                for (name, amount) in &group_requests {
+                    let key = (flavor.name.clone(), name.to_string());
+                    let wanted = used.get(&key).copied().unwrap_or(0).saturating_add(*amount);
+                    let most = potential_available(view, cq_name, &flavor.name, name);
+                    if wanted > most {
+                        fits = false;
+                        shortfalls.push(format!(
+                            "{} {name} in flavor {} but the ClusterQueue could get at most {}",
+                            quantity::format_milli(name, wanted),
+                            flavor.name,
+                            quantity::format_milli(name, most)
+                        ));
+                    } else if wanted > nominal(view, cq_name, &flavor.name, name) {
+                        borrows = true;
+                    }
+                }
+                if !fits {
+                    continue;
+                }
+                // whenCanBorrow TryNextFlavor: keep looking for a flavor that fits without borrowing.
+                let better = match chosen {
+                    None => true,
+                    Some((_, chosen_borrows)) => chosen_borrows && !borrows,
+                };
+                if better {
+                    chosen = Some((&flavor.name, borrows));
+                }
+                if !borrows || !queue.flavor_fungibility.try_next_when_can_borrow {
+                    break;
+                }
+            }
+            let Some((flavor, _)) = chosen else {
+                return Err(Inadmissible::new(
+                    Reason::ExceedsQuota,
+                    format!(
+                        "pod set '{}' ({} pod(s)) needs {}, more than it could ever get even with the whole cohort lending",
+                        pod_set.name,
+                        pod_set.count,
+                        join(&shortfalls)
+                    ),
+                ));
+            };
+            for (name, amount) in &group_requests {
+                assigned.insert(name, flavor);
+                *used.entry((flavor.to_string(), name.to_string())).or_default() += amount;
+            }
+        }
+    }
+    Ok(used)
+}
+
+/// The message for an inadmissible workload: the object, the cause, and the
+/// ways out that were checked to work.
+pub fn denial(subject: Subject<'_>, inadmissible: Inadmissible, ways_out: &[String]) -> Denial {
+    let fix = if ways_out.is_empty() { String::new() } else { format!(" To fix: {}.", ways_out.join("; or ")) };
+    Denial::new(
+        inadmissible.reason,
+        format!("{subject} would stay suspended forever: {}, so Kueue would never admit it.{fix}", inadmissible.cause),
+    )
+}

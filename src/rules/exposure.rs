@@ -1,0 +1,287 @@
+//! Exposed: once admitted, some workload another user could submit would make
+//! Kueue evict this one. An evaluation cannot checkpoint, so an exposed one is
+//! refused unless it says it checkpoints.
+//!
+//! Followed in Kueue v0.19.2 (pkg/scheduler/preemption/classical):
+//! `classifyPreemptionVariant` (the preemptor's own ClusterQueue policy decides;
+//! only a candidate using a flavor-resource the preemptor needs, `WorkloadUsesResources`),
+//! `collectCandidatesForHierarchicalReclaim` / `collectCandidatesInSubtree` (only a
+//! queue over its nominal quota is reclaimed from), `IsBorrowingWithinCohortForbidden`
+//! with `isAboveBorrowingThreshold`, `fitsResourceQuota` (a preemptor
+//! simulates preemption only up to its nominal quota unless it may reclaim in the
+//! hierarchy or preempt while borrowing), and `preemptioncommon.SatisfiesPreemptionPolicy`.
+//!
+//! The preemptor is any workload a user could submit: any size, pinned to a
+//! flavor through its node labels, with any priority a user can name
+//! (`system-` PriorityClasses included: Kueue ranks a Workload before its pods
+//! exist), and with other users' workloads filling the queues around it.
+
+use std::fmt;
+
+use super::priority::{self, ClassKind, PriorityClassRef};
+use super::{Denial, Reason, Subject, join};
+use crate::cluster::quota::{nominal, potential_available, potential_available_without};
+use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
+use crate::workload::CHECKPOINTING_ANNOTATION;
+
+/// What the workload holds once admitted: (flavor, resource) -> milli-units.
+pub type Usage = std::collections::BTreeMap<(String, String), i64>;
+
+/// Why Kueue could preempt a workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exposure {
+    /// The ClusterQueue preempts within itself.
+    WithinClusterQueue { policy: WithinClusterQueue, by: Option<PriorityClassRef>, flavor: String, resource: String },
+    /// The workload can borrow, and another ClusterQueue of its cohort tree reclaims.
+    Reclaim {
+        reclaimer: String,
+        policy: ReclaimWithinCohort,
+        by: Option<PriorityClassRef>,
+        flavor: String,
+        resource: String,
+    },
+}
+
+impl Exposure {
+    /// Whether a higher priority (rather than the policy alone) is what exposes it.
+    pub fn depends_on_priority(&self) -> bool {
+        match self {
+            Self::WithinClusterQueue { policy, .. } => *policy == WithinClusterQueue::LowerPriority,
+            Self::Reclaim { policy, .. } => *policy == ReclaimWithinCohort::LowerPriority,
+        }
+    }
+
+    pub fn explain(&self, cluster_queue: &str, priority: &priority::Priority) -> String {
+        let by = |by: &Option<PriorityClassRef>| {
+            by.as_ref().map_or_else(|| "a higher class".to_string(), ToString::to_string)
+        };
+        match self {
+            Self::WithinClusterQueue {
+                policy: WithinClusterQueue::LowerOrNewerEqualPriority,
+                flavor,
+                resource,
+                ..
+            } => format!(
+                "ClusterQueue '{cluster_queue}' has preemption.withinClusterQueue LowerOrNewerEqualPriority, so an \
+                 older workload of equal priority {} needing {resource} in flavor {flavor} can preempt it",
+                priority.value
+            ),
+            Self::WithinClusterQueue { policy, by: outranking, flavor, resource } => format!(
+                "ClusterQueue '{cluster_queue}' has preemption.withinClusterQueue {}, its priority is {priority}, and a \
+                 workload at {} needing {resource} in flavor {flavor} outranks it",
+                policy.as_str(),
+                by(outranking)
+            ),
+            Self::Reclaim { reclaimer, policy: ReclaimWithinCohort::Any, flavor, resource, .. } => format!(
+                "ClusterQueue '{cluster_queue}' can borrow {resource} in flavor {flavor} from its cohort, where \
+                 ClusterQueue '{reclaimer}' has preemption.reclaimWithinCohort Any, so it can reclaim that quota from a \
+                 workload of any priority"
+            ),
+            Self::Reclaim { reclaimer, policy, by: outranking, flavor, resource } => format!(
+                "ClusterQueue '{cluster_queue}' can borrow {resource} in flavor {flavor} from its cohort, where \
+                 ClusterQueue '{reclaimer}' has preemption.reclaimWithinCohort {}, its priority is {priority}, and {} \
+                 outranks it",
+                policy.as_str(),
+                by(outranking)
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Exposure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+/// Every priority a user can give a workload, highest first: WorkloadPriorityClasses,
+/// PriorityClasses (system ones too), and what a workload naming none gets.
+pub fn nameable_priorities(view: &impl ClusterView) -> Vec<PriorityClassRef> {
+    let mut all: Vec<PriorityClassRef> = view
+        .workload_priority_classes()
+        .map(|(name, value)| PriorityClassRef { kind: ClassKind::WorkloadPriorityClass, name: name.to_string(), value })
+        .chain(view.priority_classes().map(|(name, class)| PriorityClassRef {
+            kind: ClassKind::PriorityClass,
+            name: name.to_string(),
+            value: class.value,
+        }))
+        .collect();
+    all.sort_by(|a, b| b.value.cmp(&a.value).then(a.name.cmp(&b.name)));
+    all
+}
+
+/// The highest priority a user can name above `priority`, if any.
+fn outranking(view: &impl ClusterView, priority: i32) -> Option<PriorityClassRef> {
+    nameable_priorities(view).into_iter().find(|class| class.value > priority)
+}
+
+/// Whether a workload of `priority` holding `usage` in ClusterQueue `cq_name`
+/// could be preempted. `None` when the ClusterQueue does not exist.
+pub fn exposure(view: &impl ClusterView, cq_name: &str, priority: i32, usage: &Usage) -> Option<Exposure> {
+    let queue = view.cluster_queue(cq_name)?;
+    let held: Vec<(&str, &str)> =
+        usage.iter().filter(|(_, amount)| **amount > 0).map(|((f, r), _)| (f.as_str(), r.as_str())).collect();
+    if let Some(found) = within_cluster_queue(view, cq_name, queue, priority, &held) {
+        return Some(found);
+    }
+    reclaim(view, cq_name, queue, priority, &held)
+}
+
+/// A preemptor in the same ClusterQueue. It needs preemption only where the
+/// queue's own quota is (`fitsResourceQuota`: up to nominal), unless it may
+/// preempt while borrowing.
+fn within_cluster_queue(
+    view: &impl ClusterView,
+    cq_name: &str,
+    queue: &ClusterQueue,
+    priority: i32,
+    held: &[(&str, &str)],
+) -> Option<Exposure> {
+    let by = match queue.within_cluster_queue {
+        WithinClusterQueue::Never => return None,
+        WithinClusterQueue::LowerPriority => Some(outranking(view, priority)?),
+        // An equal priority submitted earlier is always nameable: the workload's own.
+        WithinClusterQueue::LowerOrNewerEqualPriority => None,
+    };
+    let while_borrowing = queue.borrow_within_cohort.lower_priority && queue.cohort.is_some();
+    let (flavor, resource) =
+        held.iter().find(|(flavor, resource)| nominal(view, cq_name, flavor, resource) > 0 || while_borrowing)?;
+    Some(Exposure::WithinClusterQueue {
+        policy: queue.within_cluster_queue,
+        by,
+        flavor: flavor.to_string(),
+        resource: resource.to_string(),
+    })
+}
+
+/// Another ClusterQueue of the cohort tree reclaiming what this one borrows.
+/// This queue is a candidate only while over its nominal quota, so only where it
+/// can borrow at all; the reclaimer needs that flavor-resource, and either its own
+/// lent quota is part of what this queue borrows, or it may preempt while it
+/// borrows itself (borrowWithinCohort, below its threshold).
+fn reclaim(
+    view: &impl ClusterView,
+    cq_name: &str,
+    queue: &ClusterQueue,
+    priority: i32,
+    held: &[(&str, &str)],
+) -> Option<Exposure> {
+    queue.cohort.as_ref()?;
+    let root = tree_root(view, cq_name);
+    for (flavor, resource) in held {
+        let ours = nominal(view, cq_name, flavor, resource);
+        let most = potential_available(view, cq_name, flavor, resource);
+        if most <= ours {
+            continue; // cannot borrow this one: never over nominal in it
+        }
+        for (other_name, other) in view.cluster_queues() {
+            if other_name == cq_name || other.cohort.is_none() || tree_root(view, other_name) != root {
+                continue;
+            }
+            if !super::admissibility::accepts_workloads(view, other_name) {
+                continue; // no preemptor can ever be admitted through it
+            }
+            let by = match other.reclaim_within_cohort {
+                ReclaimWithinCohort::Never => continue,
+                ReclaimWithinCohort::Any => None,
+                ReclaimWithinCohort::LowerPriority => match outranking(view, priority) {
+                    Some(class) => Some(class),
+                    None => continue,
+                },
+            };
+            if other.quota(flavor, resource).is_none() {
+                continue; // the reclaimer's queue has no quota in this flavor-resource
+            }
+            let lends_to_us = nominal(view, other_name, flavor, resource) > 0
+                && potential_available_without(view, cq_name, flavor, resource, other_name) < most;
+            let borrows_while_preempting = other.borrow_within_cohort.lower_priority
+                && other.borrow_within_cohort.max_priority_threshold.is_none_or(|threshold| priority <= threshold)
+                && outranking(view, priority).is_some();
+            if lends_to_us || borrows_while_preempting {
+                return Some(Exposure::Reclaim {
+                    reclaimer: other_name.to_string(),
+                    policy: other.reclaim_within_cohort,
+                    by,
+                    flavor: flavor.to_string(),
+                    resource: resource.to_string(),
+                });
+            }
+        }
+    }
+    None
+}
+
+/// The top of a ClusterQueue's cohort tree (a cohort without a Cohort object is
+/// its own root; cycles stop the walk).
+pub fn tree_root(view: &impl ClusterView, cluster_queue: &str) -> Option<String> {
+    let mut current = view.cluster_queue(cluster_queue)?.cohort.clone()?;
+    let mut seen = std::collections::HashSet::new();
+    while seen.insert(current.clone()) {
+        match view.cohort(&current).and_then(|c| c.parent.clone()) {
+            Some(parent) => current = parent,
+            None => break,
+        }
+    }
+    Some(current)
+}
+
+/// Refuses a non-checkpointing evaluation that Kueue could preempt in the
+/// ClusterQueue behind `local_queue`. `working` are the namespace's queues that
+/// would admit it and not preempt it: the only queues offered instead.
+pub fn check_preemption(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    local_queue: &str,
+    priority: &priority::Priority,
+    usage: &Usage,
+    working: &[&str],
+) -> Result<(), Denial> {
+    if subject.workload.is_checkpointing() {
+        return Ok(());
+    }
+    let Some(cluster_queue) = view.local_queue(subject.namespace, local_queue).map(|q| q.cluster_queue.as_str()) else {
+        return Ok(());
+    };
+    let Some(found) = exposure(view, cluster_queue, priority.value, usage) else {
+        return Ok(());
+    };
+    let mut ways_out = Vec::new();
+    if found.depends_on_priority()
+        && let Some(classes) = safe_classes(view, subject, cluster_queue, usage)
+    {
+        ways_out.push(format!("use a priority nothing outranks ({classes})"));
+    }
+    if !working.is_empty() {
+        ways_out.push(format!(
+            "submit to a LocalQueue whose ClusterQueue would admit it and cannot preempt it ({})",
+            join(working)
+        ));
+    }
+    ways_out.push(format!("if it does checkpoint, annotate it {CHECKPOINTING_ANNOTATION}: \"true\""));
+    Err(Denial::new(
+        Reason::Preemptible,
+        format!(
+            "{subject} is an evaluation that cannot checkpoint, but Kueue could preempt it and it would restart from \
+             zero: via LocalQueue '{local_queue}', {}. To fix: {}.",
+            found.explain(cluster_queue, priority),
+            ways_out.join("; or ")
+        ),
+    ))
+}
+
+/// The classes that would give this workload a priority Kueue could not preempt
+/// in this queue, written as the change that makes Kueue read them: with the
+/// priority-class label set, only another WorkloadPriorityClass (the label wins);
+/// a PriorityClass only for a Job without the label. System classes are not offered.
+fn safe_classes(view: &impl ClusterView, subject: Subject<'_>, cluster_queue: &str, usage: &Usage) -> Option<String> {
+    let labelled = subject.workload.priority_class_label().is_some();
+    let is_job = subject.kind == crate::workload::WorkloadKind::Job;
+    let choices: Vec<String> = nameable_priorities(view)
+        .into_iter()
+        .filter(|class| !class.name.starts_with("system-"))
+        .filter(|class| class.kind == ClassKind::WorkloadPriorityClass || (!labelled && is_job))
+        .filter(|class| exposure(view, cluster_queue, class.value, usage).is_none())
+        .map(|class| format!("{} ({})", class.how_to_use(), class.value))
+        .collect();
+    (!choices.is_empty()).then(|| choices.join(" or "))
+}
