@@ -43,6 +43,11 @@ async fn both_endpoints_answer_what_review_prints_for_every_example() {
         "job-checkpointing.yaml",
         "job-held-queue.yaml",
         "job-orphan-queue.yaml",
+        "job-not-selected.yaml",
+        "job-inactive-queue.yaml",
+        "job-uncovered-resource.yaml",
+        "job-exceeds-quota.yaml",
+        "job-pods-refused.yaml",
         "job-bypass.yaml",
         "review-unsuspend.yaml",
     ];
@@ -75,7 +80,7 @@ async fn both_endpoints_answer_what_review_prints_for_every_example() {
         metrics.contains(r#"eval_admission_reviews_total{webhook="validate",kind="Job",operation="CREATE",decision="denied",reason="preemptible"} 1"#),
         "{metrics}"
     );
-    assert!(metrics.contains(r#"eval_admission_cache_objects{kind="LocalQueue"} 7"#), "{metrics}");
+    assert!(metrics.contains(r#"eval_admission_cache_objects{kind="LocalQueue"} 9"#), "{metrics}");
     assert!(metrics.contains("eval_admission_tls_certificate_expiry_timestamp_seconds "), "{metrics}");
     let logs = server.logs();
     let line = logs.lines().find(|line| line.contains("\"reason\":\"preemptible\"")).expect("a log line per review");

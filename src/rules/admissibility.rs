@@ -24,11 +24,13 @@ use crate::workload::PodSetRequests;
 pub struct Inadmissible {
     pub reason: Reason,
     pub cause: String,
+    /// A change to the workload itself that makes it admissible here.
+    pub fix: Option<String>,
 }
 
 impl Inadmissible {
     fn new(reason: Reason, cause: String) -> Self {
-        Self { reason, cause }
+        Self { reason, cause, fix: None }
     }
 }
 
@@ -53,8 +55,8 @@ pub fn check(
             return Err(Inadmissible::new(
                 Reason::LocalQueueStopped,
                 format!(
-                    "LocalQueue '{local_queue}' has stopPolicy {}, so Kueue admits nothing from it until its owner sets \
-                     stopPolicy None",
+                    "LocalQueue '{local_queue}' has stopPolicy {} (Kueue admits nothing from it until its owner sets \
+                     stopPolicy None)",
                     policy.as_str()
                 ),
             ));
@@ -219,6 +221,9 @@ fn assign_flavors(
             let group_requests: Vec<(&str, i64)> =
                 requests.iter().filter(|(r, _)| group.covers(r)).map(|(r, v)| (r.as_str(), *v)).collect();
             let mut shortfalls = Vec::new();
+            // The most each resource could get in the group's best flavor: asking
+            // no more fits there (this pod set alone, as Kueue would assign it).
+            let mut fits_in: Option<Vec<String>> = None;
             let mut chosen: Option<(&str, bool)> = None;
             for flavor in &group.flavors {
                 let mut fits = true;
@@ -240,6 +245,19 @@ fn assign_flavors(
                     }
                 }
                 if !fits {
+                    if fits_in.is_none() && group.flavors.len() == 1 {
+                        fits_in = Some(
+                            group_requests
+                                .iter()
+                                .map(|(name, _)| {
+                                    let most = potential_available(view, cq_name, &flavor.name, name);
+                                    let before =
+                                        used.get(&(flavor.name.clone(), name.to_string())).copied().unwrap_or(0);
+                                    format!("{} {name}", quantity::format_milli(name, (most - before).max(0)))
+                                })
+                                .collect(),
+                        );
+                    }
                     continue;
                 }
                 // whenCanBorrow TryNextFlavor: keep looking for a flavor that fits without borrowing.
@@ -255,15 +273,22 @@ fn assign_flavors(
                 }
             }
             let Some((flavor, _)) = chosen else {
-                return Err(Inadmissible::new(
-                    Reason::ExceedsQuota,
-                    format!(
-                        "pod set '{}' ({} pod(s)) needs {}, more than it could ever get even with the whole cohort lending",
-                        pod_set.name,
-                        pod_set.count,
-                        join(&shortfalls)
-                    ),
-                ));
+                let fix = fits_in
+                    .filter(|_| pod_sets.len() == 1)
+                    .map(|most| format!("request at most {} in total for pod set '{}'", join(&most), pod_set.name));
+                return Err(Inadmissible {
+                    fix,
+                    ..Inadmissible::new(
+                        Reason::ExceedsQuota,
+                        format!(
+                            "pod set '{}' ({} pod{}) needs {}, more than it could ever get even with the whole cohort lending",
+                            pod_set.name,
+                            pod_set.count,
+                            if pod_set.count == 1 { "" } else { "s" },
+                            join(&shortfalls)
+                        ),
+                    )
+                });
             };
             for (name, amount) in &group_requests {
                 assigned.insert(name, flavor);
@@ -277,6 +302,7 @@ fn assign_flavors(
 /// The message for an inadmissible workload: the object, the cause, and the
 /// ways out that were checked to work.
 pub fn denial(subject: Subject<'_>, inadmissible: Inadmissible, ways_out: &[String]) -> Denial {
+    let ways_out: Vec<String> = inadmissible.fix.iter().cloned().chain(ways_out.iter().cloned()).collect();
     let fix = if ways_out.is_empty() { String::new() } else { format!(" To fix: {}.", ways_out.join("; or ")) };
     Denial::new(
         inadmissible.reason,

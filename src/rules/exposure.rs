@@ -110,9 +110,9 @@ pub fn nameable_priorities(view: &impl ClusterView) -> Vec<PriorityClassRef> {
     all
 }
 
-/// The highest priority a user can name above `priority`, if any.
+/// The lowest priority a user can name above `priority`, if any: the likeliest preemptor.
 fn outranking(view: &impl ClusterView, priority: i32) -> Option<PriorityClassRef> {
-    nameable_priorities(view).into_iter().find(|class| class.value > priority)
+    nameable_priorities(view).into_iter().rev().find(|class| class.value > priority)
 }
 
 /// Whether a workload of `priority` holding `usage` in ClusterQueue `cq_name`

@@ -394,10 +394,11 @@ fn replayed_cases() {
 }
 
 /// The judge is not vacuous: on the shipped example state it finds what
-/// Kueue's code says of three examples (checked by hand against the source:
+/// Kueue's code says of four examples (checked by hand against the source:
 /// `withinClusterQueue: LowerPriority` with a higher class preempts
-/// InClusterQueue; a ClusterQueue with no preemption never does; a
-/// ClusterQueue without `namespaceSelector` admits nothing).
+/// InClusterQueue; a ClusterQueue with no preemption never does; a borrower
+/// in a tree where another queue has `reclaimWithinCohort: Any` is reclaimed
+/// from; a namespaceSelector that does not select the namespace admits nothing).
 #[test]
 fn the_judge_answers_the_seed_examples() {
     let objects = state_file::documents(&std::fs::read(repo("examples/cluster.yaml")).unwrap()).unwrap();
@@ -421,6 +422,11 @@ fn the_judge_answers_the_seed_examples() {
 
     let cohort = example("aiperf-jobset-cohort.yaml");
     let verdict = judge.judge("cohort", &objects, &cohort);
+    assert_eq!((verdict.admissible, verdict.exposed), (true, Some(true)), "{verdict:?}");
+    assert_eq!(verdict.eviction_reason.as_deref(), Some("InCohortReclamation"), "{verdict:?}");
+
+    let not_selected = example("job-not-selected.yaml");
+    let verdict = judge.judge("not-selected", &objects, &not_selected);
     assert!(!verdict.admissible, "{verdict:?}");
     assert!(verdict.reason.as_deref().unwrap_or("").contains("doesn't match ClusterQueue selector"), "{verdict:?}");
 }
