@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::admission::{self, Webhook};
-use crate::cluster::{ClusterState, state_file};
+use crate::cluster::{ClusterState, ClusterView, state_file};
 use crate::config::Config;
 use crate::error::Error;
 use crate::workload::WorkloadKind;
@@ -35,7 +35,8 @@ pub fn review_value(config: &Config, state: &ClusterState, mut review: Value) ->
     if !mutating.decision.allowed {
         // The API server stops at the first denial: no validating call follows.
         return Ok(ReviewReport {
-            output: json!({"mutating": mutating_json, "validating": null, "object": object}),
+            output: json!({"mutating": mutating_json, "validating": null, "object": object,
+                "kueueConfiguration": state.kueue_config().summary()}),
             allowed: false,
         });
     }
@@ -45,7 +46,8 @@ pub fn review_value(config: &Config, state: &ClusterState, mut review: Value) ->
     let body = serde_json::to_vec(&review).map_err(|e| Error::RequestFile(e.to_string()))?;
     let validating = admission::review(Webhook::Validate, &body, config, state)?;
     Ok(ReviewReport {
-        output: json!({"mutating": mutating_json, "validating": parse_body(&validating.body), "object": object}),
+        output: json!({"mutating": mutating_json, "validating": parse_body(&validating.body), "object": object,
+            "kueueConfiguration": state.kueue_config().summary()}),
         allowed: validating.decision.allowed,
     })
 }

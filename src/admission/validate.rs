@@ -59,7 +59,9 @@ mod tests {
         ));
         assert!(decision.allowed);
         assert_eq!(decision.reason, Reason::Checked);
-        assert!(decision.warnings.is_empty());
+        // Kueue's default waitForPodsReady can still evict it: said, not refused.
+        assert_eq!(decision.warnings.len(), 1, "{:?}", decision.warnings);
+        assert!(decision.warnings[0].starts_with("Kueue's waitForPodsReady is on (timeout 30m0s)"));
     }
 
     #[test]

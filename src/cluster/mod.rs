@@ -181,6 +181,7 @@ impl ClusterState {
             "LocalQueue" => self.local_queues.clear(),
             "ClusterQueue" => self.cluster_queues.clear(),
             "Cohort" => self.cohorts.clear(),
+            "ConfigMap" => self.kueue_config = KueueConfig::release_manifest(),
             "ResourceFlavor" => self.resource_flavors.clear(),
             "AdmissionCheck" => self.admission_checks.clear(),
             "WorkloadPriorityClass" => self.workload_priority_classes.clear(),

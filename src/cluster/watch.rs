@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
@@ -20,11 +20,12 @@ use kube::runtime::watcher::{self, Event};
 use tokio::task::JoinHandle;
 
 use super::cache::ClusterCache;
+use super::kueue_config::KueueConfig;
 use super::objects::{self, ClusterObject, KUEUE_GROUP, LOCAL_QUEUE_CRD, NamespaceInfo};
 use crate::workload::DEFAULT_QUEUE_ANNOTATION;
 
 /// Kinds whose first list must complete before the view is synced.
-pub const CORE_KINDS: [&str; 3] = ["Namespace", "PriorityClass", "CustomResourceDefinition"];
+pub const CORE_KINDS: [&str; 4] = ["Namespace", "PriorityClass", "CustomResourceDefinition", "ConfigMap"];
 const KUEUE_KINDS: [(&str, &str); 6] = [
     ("LocalQueue", "localqueues"),
     ("ClusterQueue", "clusterqueues"),
@@ -36,15 +37,46 @@ const KUEUE_KINDS: [(&str, &str); 6] = [
 /// Newest first: the first version the API server serves for a kind is used.
 const KUEUE_VERSIONS: [&str; 3] = ["v1beta2", "v1beta1", "v1alpha1"];
 
+/// Where Kueue's Configuration is read from: a ConfigMap's namespace and name.
+#[derive(Debug, Clone)]
+pub struct KueueConfigMap {
+    pub namespace: String,
+    pub name: String,
+}
+
 /// Starts the watchers; they run until the runtime stops.
-pub fn start(client: kube::Client, cache: Arc<ClusterCache>) -> JoinHandle<()> {
+pub fn start(client: kube::Client, cache: Arc<ClusterCache>, kueue_config: KueueConfigMap) -> JoinHandle<()> {
     tokio::spawn(async move {
         let namespaces = tokio::spawn(watch_namespaces(client.clone(), cache.clone()));
         let priority_classes = tokio::spawn(watch_priority_classes(client.clone(), cache.clone()));
+        let configuration = tokio::spawn(watch_kueue_config(client.clone(), cache.clone(), kueue_config));
         watch_kueue_crd(client, cache).await;
         namespaces.abort();
         priority_classes.abort();
+        configuration.abort();
     })
+}
+
+/// Follows Kueue's ConfigMap (by name only: RBAC grants that one object). An
+/// unreadable Configuration keeps the last good one and says so; a missing
+/// ConfigMap means the release's manifests' defaults.
+async fn watch_kueue_config(client: kube::Client, cache: Arc<ClusterCache>, source: KueueConfigMap) {
+    let api: Api<ConfigMap> = Api::namespaced(client, &source.namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", source.name));
+    let stream = watcher::watcher(api, config).default_backoff();
+    let namespace = source.namespace.clone();
+    let prune = move |object: ConfigMap| {
+        let text = object.data.as_ref()?.get(objects::KUEUE_CONFIG_KEY)?;
+        match KueueConfig::parse_in_namespace(text, &namespace) {
+            Ok(config) => Some(ClusterObject::KueueConfiguration { config: Box::new(config) }),
+            Err(error) => {
+                tracing::warn!(%error, "Kueue's Configuration cannot be read; keeping the last one");
+                None
+            }
+        }
+    };
+    follow("ConfigMap", stream, cache, prune, |object| (object.namespace().unwrap_or_default(), object.name_any()))
+        .await;
 }
 
 /// Applies one watcher stream to the cache. On a (re)list, objects of this kind

@@ -309,3 +309,54 @@ pub fn denial(subject: Subject<'_>, inadmissible: Inadmissible, ways_out: &[Stri
         format!("{subject} would stay suspended forever: {}, so Kueue would never admit it.{fix}", inadmissible.cause),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::fixtures::*;
+    use crate::rules::{Reason, check_queued};
+
+    const CONFIG: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\n\
+        data:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta2\n    kind: Configuration\n\
+        \x20   integrations:\n      frameworks: [batch/job]\n    managedJobsNamespaceSelector:\n      matchLabels: {kueue: managed}\n";
+
+    fn reason_in(extra: &[&str], namespace: &str, queue: &str) -> Result<Vec<String>, Reason> {
+        let mut documents = vec![SEED_STATE];
+        documents.extend_from_slice(extra);
+        let state = state_with(&documents);
+        let job = evalhub_job(namespace, Some(queue));
+        check_queued(&state, job_subject(&job)).map_err(|denial| denial.reason)
+    }
+
+    #[test]
+    fn kueue_must_manage_the_namespace() {
+        // team-a-namespace lacks the label the Configuration selects.
+        assert_eq!(reason_in(&[CONFIG], "team-a-namespace", "eval-queue"), Err(Reason::NamespaceNotManaged));
+        assert!(reason_in(&[], "team-a-namespace", "eval-queue").is_ok(), "release defaults manage it");
+    }
+
+    #[test]
+    fn a_disabled_integration_is_refused() {
+        let state = state_with(&[SEED_STATE, CONFIG]);
+        let jobset = aiperf_jobset("my-benchmarks", Some("aiperf-queue"), &[("controller", None)]);
+        let denial = check_queued(&state, jobset_subject(&jobset)).unwrap_err();
+        assert_eq!(denial.reason, Reason::IntegrationDisabled, "{}", denial.message);
+    }
+
+    #[test]
+    fn a_cluster_queue_without_a_selector_admits_nothing() {
+        let open = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: open-cq}\nspec:\n  resourceGroups: \
+            [{coveredResources: [cpu, memory], flavors: [{name: default-flavor, resources: [{name: cpu, nominalQuota: 8}, {name: memory, nominalQuota: 64Gi}]}]}]\n";
+        let queue = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: open, namespace: team-a-namespace}\nspec: {clusterQueue: open-cq}\n";
+        assert_eq!(reason_in(&[open, queue], "team-a-namespace", "open"), Err(Reason::NamespaceNotSelected));
+        let selected = open.replace("spec:\n", "spec:\n  namespaceSelector: {}\n");
+        assert!(reason_in(&[&selected, queue], "team-a-namespace", "open").is_ok());
+    }
+
+    #[test]
+    fn a_missing_flavor_makes_the_queue_inactive() {
+        let cq = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: gone-flavor-cq}\nspec:\n  namespaceSelector: {}\n  resourceGroups: \
+            [{coveredResources: [cpu, memory], flavors: [{name: no-such-flavor, resources: [{name: cpu, nominalQuota: 8}, {name: memory, nominalQuota: 64Gi}]}]}]\n";
+        let queue = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q, namespace: team-a-namespace}\nspec: {clusterQueue: gone-flavor-cq}\n";
+        assert_eq!(reason_in(&[cq, queue], "team-a-namespace", "q"), Err(Reason::ClusterQueueInactive));
+    }
+}

@@ -239,7 +239,22 @@ pub fn check_queued(view: &impl ClusterView, subject: Subject<'_>) -> Result<Vec
     {
         exposure::check_preemption(view, subject, name, &priority, &usage, &working(name))?;
     }
-    Ok(Vec::new())
+    Ok(queue_name.and_then(|_| evictions_warning(view, subject)).into_iter().collect())
+}
+
+/// Evictions no admission webhook can prevent, said when they would restart a
+/// non-checkpointing evaluation from zero: Kueue's waitForPodsReady evicts and
+/// requeues an admitted workload whose pods are not all ready in time.
+fn evictions_warning(view: &impl ClusterView, subject: Subject<'_>) -> Option<String> {
+    if subject.workload.is_checkpointing() {
+        return None;
+    }
+    let ready = view.kueue_config().effective_wait_for_pods_ready()?;
+    Some(format!(
+        "Kueue's waitForPodsReady is on (timeout {}): if this evaluation's pods are not all ready in time, Kueue \
+         evicts and requeues it, and it restarts from zero.",
+        crate::cluster::kueue_config::go_duration(ready.timeout)
+    ))
 }
 
 /// The namespace's LocalQueues, other than `except`, through which Kueue would

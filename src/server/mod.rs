@@ -59,12 +59,24 @@ pub struct ServeArgs {
     /// Timeout of the live LocalQueue lookup made before a missing-queue denial.
     #[arg(long, env = "EVAL_ADMISSION_CONFIRM_TIMEOUT", default_value = "2s", value_parser = parse_duration)]
     pub confirm_timeout: Duration,
+    /// Kueue's Configuration: the ConfigMap (namespace/name) Kueue's manager mounts.
+    #[arg(long, env = "EVAL_ADMISSION_KUEUE_CONFIG_MAP", default_value = "kueue-system/kueue-manager-config", value_parser = parse_config_map)]
+    pub kueue_config_map: watch::KueueConfigMap,
     /// Log format: auto (JSON unless on a terminal), json or text.
     #[arg(long, env = "EVAL_ADMISSION_LOG_FORMAT", value_enum, default_value = "auto")]
     pub log_format: LogFormat,
     /// Benchmark baseline: read each review, answer allowed, decide nothing.
     #[arg(long, hide = true)]
     pub noop: bool,
+}
+
+fn parse_config_map(text: &str) -> Result<watch::KueueConfigMap, String> {
+    match text.split_once('/') {
+        Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok(watch::KueueConfigMap { namespace: namespace.to_string(), name: name.to_string() })
+        }
+        _ => Err(format!("'{text}' is not namespace/name")),
+    }
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -91,7 +103,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
         None => {
             let client = kube::Client::try_default().await?;
             let cache = Arc::new(ClusterCache::live(client.clone(), &watch::CORE_KINDS));
-            watch::start(client, cache.clone());
+            watch::start(client, cache.clone(), args.kueue_config_map.clone());
             tracing::info!("watching the cluster");
             cache
         }
