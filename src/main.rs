@@ -27,7 +27,7 @@ enum Command {
         request: PathBuf,
     },
     /// Run the HTTPS admission webhook server.
-    Serve(eval_admission::server::ServeArgs),
+    Serve(Box<eval_admission::server::ServeArgs>),
 }
 
 fn main() -> ExitCode {
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match runtime.block_on(eval_admission::server::serve(args)) {
+            match runtime.block_on(eval_admission::server::serve(*args)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("eval-admission: {error}");
