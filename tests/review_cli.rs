@@ -131,7 +131,10 @@ fn each_denial_has_its_reason_and_an_actionable_message() {
 
 #[test]
 fn soft_findings_are_warnings() {
-    for (file, warning_on, phrase) in [("job-bypass.yaml", "mutating", "bypasses Kueue")] {
+    for (file, warning_on, phrase) in [
+        ("job-bypass.yaml", "mutating", "bypasses Kueue"),
+        ("evalhub-job.yaml", "validating", "waitForPodsReady is on (timeout 30m0s)"),
+    ] {
         let (code, printed) = review(file);
         assert_eq!(code, 0, "{file}");
         let warnings =
