@@ -68,7 +68,9 @@ impl Cluster {
     /// A namespace with optional default-queue annotation and LocalQueues (name -> ClusterQueue).
     fn namespace(&self, prefix: &str, default_queue: Option<&str>, queues: &[(&str, &str)]) -> String {
         let name = unique(prefix);
-        let mut yaml = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n");
+        // The label team-a-cq's namespaceSelector and team-a-fifo-cq's select.
+        let mut yaml =
+            format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n  labels:\n    team: team-a\n");
         if let Some(queue) = default_queue {
             yaml.push_str(&format!("  annotations:\n    kueue.x-k8s.io/default-queue-name: {queue}\n"));
         }
@@ -123,7 +125,7 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 #[ignore = "needs the test control plane: run `make e2e`"]
 fn an_evalhub_job_and_an_aiperf_jobset_are_queued_and_suspended() {
     let cluster = cluster();
-    let _shared = DISRUPTION.read().unwrap();
+    let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
     let namespace = cluster.namespace("team-a", Some("eval-queue"), &[("eval-queue", "team-a-cq")]);
     cluster.ok(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "evalhub-3f2a", &[], &[])));
     let job = cluster.get("job", &namespace, "evalhub-3f2a");
@@ -147,7 +149,7 @@ fn an_evalhub_job_and_an_aiperf_jobset_are_queued_and_suspended() {
 #[ignore = "needs the test control plane: run `make e2e`"]
 fn a_missing_local_queue_is_refused_and_soft_findings_are_warnings() {
     let cluster = cluster();
-    let _shared = DISRUPTION.read().unwrap();
+    let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
     let namespace = cluster.namespace("team-a", None, &[("eval-queue", "team-a-cq"), ("orphan-queue", "retired-cq")]);
     let stderr = cluster.refused(
         &["create", "-f", "-"],
@@ -157,7 +159,7 @@ fn a_missing_local_queue_is_refused_and_soft_findings_are_warnings() {
         stderr.contains(&format!(
             "admission webhook \"validate.eval-admission.io\" denied the request: Job {namespace}/typo names LocalQueue \
              'eval-queu' (label kueue.x-k8s.io/queue-name), which does not exist in namespace '{namespace}', so Kueue \
-             would keep it suspended forever. LocalQueues in '{namespace}': eval-queue, orphan-queue."
+             would keep it suspended forever. LocalQueues in '{namespace}' that would admit it: eval-queue."
         )),
         "{stderr}"
     );
@@ -166,13 +168,19 @@ fn a_missing_local_queue_is_refused_and_soft_findings_are_warnings() {
         "nothing stored"
     );
 
-    let output = cluster.kubectl(
+    let stderr = cluster.refused(
         &["create", "-f", "-"],
         Some(&evalhub_job(&namespace, "orphaned", &[("kueue.x-k8s.io/queue-name", "orphan-queue")], &[])),
     );
+    assert!(stderr.contains("ClusterQueue 'retired-cq', which does not exist"), "{stderr}");
+    assert!(stderr.contains("a LocalQueue that would admit it (eval-queue)"), "the way out: {stderr}");
+    let output = cluster.kubectl(
+        &["create", "-f", "-"],
+        Some(&evalhub_job(&namespace, "ready", &[("kueue.x-k8s.io/queue-name", "eval-queue")], &[])),
+    );
     assert!(output.status.success());
     let stderr = String::from_utf8(output.stderr).unwrap();
-    assert!(stderr.contains("Warning: LocalQueue 'orphan-queue'"), "kubectl prints the warning: {stderr}");
+    assert!(stderr.contains("Warning: Kueue's waitForPodsReady is on"), "kubectl prints the warning: {stderr}");
 
     let plain = cluster.namespace("plain", None, &[]);
     let output = cluster.kubectl(&["create", "-f", "-"], Some(&evalhub_job(&plain, "bypass", &[], &[])));
@@ -184,7 +192,7 @@ fn a_missing_local_queue_is_refused_and_soft_findings_are_warnings() {
 #[ignore = "needs the test control plane: run `make e2e`"]
 fn one_apply_of_a_namespace_its_local_queue_its_classes_and_a_job_succeeds() {
     let cluster = cluster();
-    let _shared = DISRUPTION.read().unwrap();
+    let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
     let namespace = unique("together");
     // Value 1: below every seeded class, so no other test's exposure changes.
     let classes = format!(
@@ -200,7 +208,7 @@ fn one_apply_of_a_namespace_its_local_queue_its_classes_and_a_job_succeeds() {
     .unwrap();
     job["spec"]["template"]["spec"]["priorityClassName"] = namespace.clone().into();
     let file = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n{}{classes}---\n{}",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n  labels:\n    team: team-a\n{}{classes}---\n{}",
         local_queue(&namespace, "fresh-queue", "team-a-cq"),
         serde_yaml::to_string(&job).unwrap()
     );
@@ -212,7 +220,7 @@ fn one_apply_of_a_namespace_its_local_queue_its_classes_and_a_job_succeeds() {
 #[ignore = "needs the test control plane: run `make e2e`"]
 fn local_queues_created_and_deleted_while_running_are_seen() {
     let cluster = cluster();
-    let _shared = DISRUPTION.read().unwrap();
+    let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
     let namespace = cluster.namespace("late", None, &[]);
     cluster.ok(&["apply", "-f", "-"], Some(&local_queue(&namespace, "late-queue", "team-a-cq")));
     let job = |name: &str| evalhub_job(&namespace, name, &[("kueue.x-k8s.io/queue-name", "late-queue")], &[]);
@@ -226,7 +234,7 @@ fn local_queues_created_and_deleted_while_running_are_seen() {
 #[ignore = "needs the test control plane: run `make e2e`"]
 fn preemptible_evaluations_are_refused_unless_they_checkpoint_or_the_queue_does_not_preempt() {
     let cluster = cluster();
-    let _shared = DISRUPTION.read().unwrap();
+    let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
     let namespace =
         cluster.namespace("preempt", None, &[("shared-queue", "team-a-shared-cq"), ("eval-queue", "team-a-cq")]);
     let low = [("kueue.x-k8s.io/queue-name", "shared-queue"), ("kueue.x-k8s.io/priority-class", "experimental")];
@@ -235,7 +243,10 @@ fn preemptible_evaluations_are_refused_unless_they_checkpoint_or_the_queue_does_
         stderr.contains("ClusterQueue 'team-a-shared-cq' has preemption.withinClusterQueue LowerPriority"),
         "{stderr}"
     );
-    assert!(stderr.contains("submit to a LocalQueue whose ClusterQueue cannot preempt it (eval-queue)"), "{stderr}");
+    assert!(
+        stderr.contains("submit to a LocalQueue whose ClusterQueue would admit it and cannot preempt it (eval-queue)"),
+        "{stderr}"
+    );
 
     let checkpointing = [("eval-admission.io/checkpointing", "true")];
     cluster.ok(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "low-checkpointing", &low, &checkpointing)));
@@ -247,12 +258,13 @@ fn preemptible_evaluations_are_refused_unless_they_checkpoint_or_the_queue_does_
 #[ignore = "needs the test control plane: run `make e2e`"]
 fn an_ordinary_user_cannot_take_a_queued_evaluation_out_of_kueue_but_kueue_can_start_it() {
     let cluster = cluster();
-    let _shared = DISRUPTION.read().unwrap();
-    let namespace = cluster.namespace("bypass", None, &[("shared-queue", "team-a-shared-cq")]);
+    let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
+    let namespace =
+        cluster.namespace("bypass", None, &[("eval-queue", "team-a-cq"), ("shared-queue", "team-a-shared-cq")]);
     // alice may do anything with Jobs in this namespace, and nothing else.
     cluster.ok(&["create", "role", "jobs", "-n", &namespace, "--verb=*", "--resource=jobs"], None);
     cluster.ok(&["create", "rolebinding", "alice-jobs", "-n", &namespace, "--role=jobs", "--user=alice"], None);
-    let labels = [("kueue.x-k8s.io/queue-name", "shared-queue"), ("kueue.x-k8s.io/priority-class", "production")];
+    let labels = [("kueue.x-k8s.io/queue-name", "eval-queue"), ("kueue.x-k8s.io/priority-class", "production")];
     cluster.ok(&["create", "-f", "-", "--as=alice"], Some(&evalhub_job(&namespace, "queued", &labels, &[])));
     assert_eq!(cluster.get("job", &namespace, "queued")["spec"]["suspend"], true);
 
@@ -265,8 +277,10 @@ fn an_ordinary_user_cannot_take_a_queued_evaluation_out_of_kueue_but_kueue_can_s
     assert!(stderr.contains("only Kueue") && stderr.contains("alice tried"), "{stderr}");
     let stderr = as_alice(&["label", "job", "queued", "kueue.x-k8s.io/queue-name-"]);
     assert!(stderr.contains("would let this evaluation run outside Kueue"), "{stderr}");
-    let stderr = as_alice(&["label", "job", "queued", "kueue.x-k8s.io/priority-class=experimental", "--overwrite"]);
+    let stderr = as_alice(&["label", "job", "queued", "kueue.x-k8s.io/queue-name=shared-queue", "--overwrite"]);
     assert!(stderr.contains("Kueue could preempt it"), "{stderr}");
+    let stderr = as_alice(&["label", "job", "queued", "kueue.x-k8s.io/priority-class=urgent", "--overwrite"]);
+    assert!(stderr.contains("WorkloadPriorityClass 'urgent'"), "{stderr}");
     assert_eq!(cluster.get("job", &namespace, "queued")["spec"]["suspend"], true, "still suspended");
 
     // Kueue's controller identity starts it.
@@ -297,7 +311,7 @@ fn an_ordinary_user_cannot_take_a_queued_evaluation_out_of_kueue_but_kueue_can_s
 #[ignore = "needs the test control plane: run `make e2e`"]
 fn server_side_dry_run_behaves_like_a_create_and_stores_nothing() {
     let cluster = cluster();
-    let _shared = DISRUPTION.read().unwrap();
+    let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
     let namespace = cluster.namespace("dry", Some("eval-queue"), &[("eval-queue", "team-a-cq")]);
     let printed = cluster
         .ok(&["create", "--dry-run=server", "-o", "json", "-f", "-"], Some(&evalhub_job(&namespace, "dry", &[], &[])));
@@ -315,7 +329,7 @@ fn server_side_dry_run_behaves_like_a_create_and_stores_nothing() {
 #[ignore = "needs the test control plane: run `make e2e`"]
 fn with_the_server_stopped_evaluations_fail_closed_and_other_jobs_are_untouched() {
     let cluster = cluster();
-    let _exclusive = DISRUPTION.write().unwrap();
+    let _exclusive = DISRUPTION.write().unwrap_or_else(|p| p.into_inner());
     let namespace = cluster.namespace("outage", Some("eval-queue"), &[("eval-queue", "team-a-cq")]);
     cluster.webhook("down");
     let stderr = cluster.refused(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "during-outage", &[], &[])));
@@ -338,7 +352,7 @@ fn with_the_server_stopped_evaluations_fail_closed_and_other_jobs_are_untouched(
 #[ignore = "needs the test control plane: run `make e2e`"]
 fn kueue_removed_and_reinstalled_while_running_is_noticed() {
     let cluster = cluster();
-    let _exclusive = DISRUPTION.write().unwrap();
+    let _exclusive = DISRUPTION.write().unwrap_or_else(|p| p.into_inner());
     let namespace = cluster.namespace("crd", None, &[("eval-queue", "team-a-cq")]);
     let job = |name: &str| evalhub_job(&namespace, name, &[("kueue.x-k8s.io/queue-name", "eval-queue")], &[]);
     let crd = cluster.ok(&["get", "crd", "localqueues.kueue.x-k8s.io", "-o", "json"], None);
@@ -377,7 +391,7 @@ impl Drop for Reregister<'_> {
 #[ignore = "needs the test control plane: run `make e2e`"]
 fn every_overlay_applies_to_the_real_api_server_and_the_install_works_as_written() {
     let cluster = cluster();
-    let _exclusive = DISRUPTION.write().unwrap();
+    let _exclusive = DISRUPTION.write().unwrap_or_else(|p| p.into_inner());
     let crds = Command::new(repo("hack/deploy-crds.sh")).output().unwrap();
     assert!(crds.status.success(), "{}", String::from_utf8_lossy(&crds.stderr));
     let crds = String::from_utf8(crds.stdout).unwrap().trim().to_string();
