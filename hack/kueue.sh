@@ -226,8 +226,12 @@ json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
 ' "$WEBHOOK_PORT" "$(base64 -w0 "$CA_CRT")" >"$KDIR/webhooks.json"
 	kubectl apply --server-side --force-conflicts --field-manager=hack-kueue -f "$KDIR/webhooks.json" >&2
 	local name conversion
+	# Listed once, then searched: `kubectl ... | grep -q` fails under pipefail
+	# when grep exits before kubectl has written everything (SIGPIPE).
+	local registered
+	registered=$(kubectl get mutatingwebhookconfiguration,validatingwebhookconfiguration -o name)
 	for name in "$MUTATING" "$VALIDATING"; do
-		kubectl get mutatingwebhookconfiguration,validatingwebhookconfiguration -o name | grep -qx ".*/$name" ||
+		grep -qx ".*/$name" <<<"$registered" ||
 			die "expected $name among the registered configurations"
 	done
 	conversion=$(printf '{"spec":{"conversion":{"strategy":"Webhook","webhook":{"conversionReviewVersions":["v1"],"clientConfig":{"url":"https://127.0.0.1:%s/convert","caBundle":"%s"}}}}}' \

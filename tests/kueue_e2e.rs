@@ -1038,8 +1038,8 @@ fn judge_row(
 
 /// The in-process judge is fast; the real controller is the final word. For
 /// each kind of disagreement the generator found, the real Kueue must do what
-/// the judge says of the same objects. eval-admission's verdict is recorded
-/// beside it: today it disagrees on these rows (docs/kueue-model.md).
+/// the judge says of the same objects, and eval-admission's verdict (of the
+/// workload without its checkpointing annotation) must match the real Kueue.
 #[test]
 #[ignore = "needs the Kueue control plane: run make e2e-kueue"]
 fn the_real_kueue_confirms_the_judge() {
@@ -1139,7 +1139,8 @@ fn the_real_kueue_confirms_the_judge() {
     ));
 
     let mut table = String::from(
-        "| set-up | the real Kueue | the judge | agree? | eval-admission's verdict |\n|---|---|---|---|---|\n",
+        "| set-up | the real Kueue | the judge | judge agrees? | eval-admission's verdict | eval-admission agrees? |\n\
+         |---|---|---|---|---|---|\n",
     );
     for row in &rows {
         let kueue = match (row.kueue_admitted, row.kueue_preempted) {
@@ -1159,7 +1160,15 @@ fn the_real_kueue_confirms_the_judge() {
         };
         let agree = row.kueue_admitted == row.judge.admissible
             && row.kueue_preempted.is_none_or(|preempted| Some(preempted) == row.judge.exposed);
-        writeln!(table, "| {} | {kueue} | {judged} | {} | {} |", row.setup, yes_no(agree), row.eval_admission).unwrap();
+        writeln!(
+            table,
+            "| {} | {kueue} | {judged} | {} | {} | {} |",
+            row.setup,
+            yes_no(agree),
+            row.eval_admission,
+            yes_no(eval_admission_agrees(row))
+        )
+        .unwrap();
     }
     println!("{table}");
     std::fs::write(cluster.dir.join("judge-vs-kueue.md"), &table).unwrap();
@@ -1177,5 +1186,17 @@ fn the_real_kueue_confirms_the_judge() {
                 row.setup
             );
         }
+        assert!(eval_admission_agrees(row), "{}: eval-admission disagrees with Kueue\n{table}", row.setup);
+    }
+}
+
+/// eval-admission says what the real Kueue did: never admitted is a denial
+/// claiming so, preempted is `preemptible`, admitted and kept is allowed.
+fn eval_admission_agrees(row: &JudgeRow) -> bool {
+    let reason = eval_admission::rules::Reason::from_label(&row.eval_admission);
+    match (row.kueue_admitted, row.kueue_preempted) {
+        (false, _) => reason.is_some_and(eval_admission::rules::Reason::claims_never_admitted),
+        (true, Some(true)) => row.eval_admission == "preemptible",
+        (true, _) => row.eval_admission == "checked",
     }
 }
