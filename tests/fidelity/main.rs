@@ -227,8 +227,11 @@ fn cause(category: Category, eval: &EvalVerdict, kueue: &KueueVerdict) -> String
             format!("preempted ({}){by}, but eval-admission allowed it", kueue.eviction_reason.as_deref().unwrap_or(""))
         }
         Category::ExposedFalseDenial => {
-            let rule =
-                if eval.message.contains("cohort tree") { "cohort reclamation" } else { "within the ClusterQueue" };
+            let rule = if eval.message.contains("reclaimWithinCohort") {
+                "cohort reclamation"
+            } else {
+                "within the ClusterQueue"
+            };
             format!("never preempted, but eval-admission denied it as preemptible ({rule})")
         }
         _ => String::new(),
