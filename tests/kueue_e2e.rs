@@ -92,6 +92,7 @@ impl Cluster {
             &[
                 "get",
                 "namespaces,localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io,cohorts.kueue.x-k8s.io,\
+                 resourceflavors.kueue.x-k8s.io,admissionchecks.kueue.x-k8s.io,\
                  workloadpriorityclasses.kueue.x-k8s.io,priorityclasses.scheduling.k8s.io",
                 "-A",
                 "-o",
@@ -366,6 +367,13 @@ fn kueues_defaulting_sees_our_label_because_our_configuration_sorts_first() {
     let kueues = names.iter().position(|n| *n == "kueue-mutating-webhook-configuration").expect("Kueue's registered");
     assert!(ours < kueues, "name order: {names:?}");
 
+    // MultiKueue is only the vehicle that makes Kueue's defaulting visible
+    // (managedBy); its AdmissionCheck has no worker cluster here, so it is not
+    // Active and eval-admission's validation rightly refuses these Jobs as never
+    // admitted. This test is about the mutating order: validation is
+    // unregistered for it and put back after.
+    cluster.ok(&["delete", "validatingwebhookconfiguration", "eval-admission-validating"], None);
+    let _revalidate = RestoreOrder(&cluster);
     let s = unique();
     let (rf, cq, ns, check) = (format!("rf-{s}"), format!("mk-{s}"), format!("order-{s}"), format!("mk-{s}"));
     cluster.apply(&[
@@ -865,16 +873,14 @@ fn only_kueue_may_unsuspend_a_queued_evaluation() {
     let cluster = cluster();
     let s = unique();
     let rf = format!("rf-{s}");
-    let (open, closed, spare) = (format!("open-{s}"), format!("closed-{s}"), format!("spare-{s}"));
+    let (open, spare) = (format!("open-{s}"), format!("spare-{s}"));
     let ns = format!("guard-{s}");
     cluster.apply(&[
         flavor(&rf),
         cluster_queue(&open, &rf, &[("cpu", "1", None)], None, Value::Null),
-        cluster_queue(&closed, &rf, &[("cpu", "0", None)], None, Value::Null),
         cluster_queue(&spare, &rf, &[("cpu", "1", None)], None, Value::Null),
         namespace(&ns, None),
         local_queue(&ns, "open", &open),
-        local_queue(&ns, "closed", &closed),
         local_queue(&ns, "spare", &spare),
     ]);
     cluster.ok(&["create", "role", "jobs", "-n", &ns, "--verb=*", "--resource=jobs"], None);
@@ -893,8 +899,9 @@ fn only_kueue_may_unsuspend_a_queued_evaluation() {
     });
     assert!(reviews.iter().all(|r| r["decision"] == "allowed"), "{reviews:?}");
 
-    // alice may edit Jobs, but not start a queued evaluation herself.
-    let held = evaluation(&ns, "held", "1", &[(QUEUE_LABEL, "closed")], &[]);
+    // alice may edit Jobs, but not start a queued evaluation herself: this one
+    // waits behind "started", which holds all of open's quota.
+    let held = evaluation(&ns, "held", "1", &[(QUEUE_LABEL, "open")], &[]);
     cluster.ok(&["create", "-f", "-", "--as=alice"], Some(&held.to_string()));
     let stderr = cluster.refused(
         &["patch", "job", "held", "-n", &ns, "--as=alice", "--type=merge", "-p", r#"{"spec":{"suspend":false}}"#],
@@ -1000,6 +1007,16 @@ fn judge_row(
     let deciding = if printed["validating"].is_null() { &printed["mutating"] } else { &printed["validating"] };
     let eval_admission = deciding["response"]["auditAnnotations"]["reason"].as_str().unwrap_or_default().to_string();
 
+    // Kueue alone decides on the real cluster: created as a plain Job (not
+    // selected as an evaluation), since eval-admission would refuse some of these.
+    let plain = |job: &Value| {
+        let mut job = job.clone();
+        for key in ["app", "component"] {
+            job["metadata"]["labels"].as_object_mut().unwrap().remove(key);
+        }
+        job
+    };
+    let low = plain(&low);
     cluster.create(&low);
     let name = low["metadata"]["name"].as_str().unwrap();
     // Admitted, or considered and held.
@@ -1027,7 +1044,7 @@ fn judge_row(
             (None, message)
         }
         (true, Some(preemptor)) => {
-            cluster.create(&preemptor);
+            cluster.create(&plain(&preemptor));
             let (preempted, detail) = watch(cluster, ns, setup);
             (Some(preempted), detail)
         }
