@@ -13,6 +13,7 @@ pub mod state_file;
 pub mod watch;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 use kueue_config::KueueConfig;
 
@@ -42,6 +43,9 @@ pub trait ClusterView {
     fn priority_class(&self, name: &str) -> Option<&PriorityClass>;
     fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_>;
     fn kueue_config(&self) -> &KueueConfig;
+    /// Whether the ClusterQueue's namespaceSelector selects some namespace Kueue
+    /// manages: where a user could put a LocalQueue pointing at it.
+    fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool;
 }
 
 /// Counts of cached objects, for readiness and metrics.
@@ -74,6 +78,9 @@ pub struct ClusterState {
     /// Kueue's Configuration: from its ConfigMap, else what the release's
     /// manifests install (the ConfigMap a standard install mounts).
     kueue_config: KueueConfig,
+    /// Derived on first use after a change (per ClusterQueue, not per review):
+    /// which ClusterQueues select a managed namespace.
+    reachable: OnceLock<HashMap<String, bool>>,
 }
 
 impl Default for ClusterState {
@@ -89,6 +96,7 @@ impl Default for ClusterState {
             workload_priority_classes: BTreeMap::new(),
             priority_classes: BTreeMap::new(),
             kueue_config: KueueConfig::release_manifest(),
+            reachable: OnceLock::new(),
         }
     }
 }
@@ -96,6 +104,7 @@ impl Default for ClusterState {
 impl ClusterState {
     /// Adds or replaces one object.
     pub fn apply(&mut self, object: ClusterObject) {
+        self.reachable = OnceLock::new();
         match object {
             ClusterObject::Namespace { name, info } => {
                 self.namespaces.insert(name, info);
@@ -139,6 +148,7 @@ impl ClusterState {
 
     /// Removes one object by kind, namespace (empty when cluster-scoped) and name.
     pub fn remove(&mut self, kind: &str, namespace: &str, name: &str) {
+        self.reachable = OnceLock::new();
         match kind {
             "Namespace" => {
                 self.namespaces.remove(name);
@@ -176,6 +186,7 @@ impl ClusterState {
 
     /// Drops every object of one kind: a watch relist replaces them all.
     pub fn clear_kind(&mut self, kind: &str) {
+        self.reachable = OnceLock::new();
         match kind {
             "Namespace" => self.namespaces.clear(),
             "LocalQueue" => self.local_queues.clear(),
@@ -192,6 +203,7 @@ impl ClusterState {
 
     /// Drops every Kueue object: used when the Kueue CRDs disappear.
     pub fn clear_kueue(&mut self) {
+        self.reachable = OnceLock::new();
         self.kueue_installed = false;
         self.local_queues.clear();
         self.cluster_queues.clear();
@@ -281,5 +293,23 @@ impl ClusterView for ClusterState {
 
     fn kueue_config(&self) -> &KueueConfig {
         &self.kueue_config
+    }
+
+    fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool {
+        let reachable = self.reachable.get_or_init(|| {
+            let managed: Vec<&NamespaceInfo> =
+                self.namespaces.values().filter(|ns| self.kueue_config.manages_namespace(&ns.labels)).collect();
+            self.cluster_queues
+                .iter()
+                .map(|(name, queue)| {
+                    let selects = match &queue.namespace_selector {
+                        NamespaceSelector::Selector(selector) => managed.iter().any(|ns| selector.matches(&ns.labels)),
+                        _ => false,
+                    };
+                    (name.clone(), selects)
+                })
+                .collect()
+        });
+        reachable.get(cluster_queue).copied().unwrap_or(false)
     }
 }

@@ -148,13 +148,7 @@ pub fn accepts_workloads(view: &impl ClusterView, name: &str) -> bool {
     if inactive_reason(view, queue).is_some() {
         return false;
     }
-    let config = view.kueue_config();
-    match &queue.namespace_selector {
-        NamespaceSelector::Selector(selector) => {
-            view.namespaces().any(|(_, ns)| selector.matches(&ns.labels) && config.manages_namespace(&ns.labels))
-        }
-        _ => false,
-    }
+    view.selects_a_managed_namespace(name)
 }
 
 /// Why Kueue holds a ClusterQueue inactive (`clusterQueue.inactiveReason`),
