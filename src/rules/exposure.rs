@@ -168,6 +168,7 @@ fn reclaim(
 ) -> Option<Exposure> {
     queue.cohort.as_ref()?;
     let root = tree_root(view, cq_name);
+    let above = outranking(view, priority);
     for (flavor, resource) in held {
         let ours = nominal(view, cq_name, flavor, resource);
         let most = potential_available(view, cq_name, flavor, resource);
@@ -184,8 +185,8 @@ fn reclaim(
             let by = match other.reclaim_within_cohort {
                 ReclaimWithinCohort::Never => continue,
                 ReclaimWithinCohort::Any => None,
-                ReclaimWithinCohort::LowerPriority => match outranking(view, priority) {
-                    Some(class) => Some(class),
+                ReclaimWithinCohort::LowerPriority => match &above {
+                    Some(class) => Some(class.clone()),
                     None => continue,
                 },
             };
@@ -196,7 +197,7 @@ fn reclaim(
                 && potential_available_without(view, cq_name, flavor, resource, other_name) < most;
             let borrows_while_preempting = other.borrow_within_cohort.lower_priority
                 && other.borrow_within_cohort.max_priority_threshold.is_none_or(|threshold| priority <= threshold)
-                && outranking(view, priority).is_some();
+                && above.is_some();
             if lends_to_us || borrows_while_preempting {
                 return Some(Exposure::Reclaim {
                     reclaimer: other_name.to_string(),
