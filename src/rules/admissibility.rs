@@ -353,4 +353,20 @@ mod tests {
         let queue = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q, namespace: team-a-namespace}\nspec: {clusterQueue: gone-flavor-cq}\n";
         assert_eq!(reason_in(&[cq, queue], "team-a-namespace", "q"), Err(Reason::ClusterQueueInactive));
     }
+
+    #[test]
+    fn an_active_admission_check_is_a_warning_not_a_denial() {
+        let check = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata: {name: prov}\nspec: {controllerName: example.com/c}\n\
+            status: {conditions: [{type: Active, status: \"True\", reason: Ok, message: \"\", lastTransitionTime: \"2026-01-01T00:00:00Z\"}]}\n";
+        let cq = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: checked-cq}\nspec:\n  namespaceSelector: {}\n  admissionChecks: [prov]\n  resourceGroups: \
+            [{coveredResources: [cpu, memory], flavors: [{name: default-flavor, resources: [{name: cpu, nominalQuota: 8}, {name: memory, nominalQuota: 64Gi}]}]}]\n";
+        let queue = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q, namespace: team-a-namespace}\nspec: {clusterQueue: checked-cq}\n";
+        let warnings = reason_in(&[check, cq, queue], "team-a-namespace", "q").unwrap();
+        assert!(warnings.iter().any(|w| w.contains("AdmissionCheck(s) prov")), "{warnings:?}");
+        assert_eq!(
+            reason_in(&[cq, queue], "team-a-namespace", "q"),
+            Err(Reason::ClusterQueueInactive),
+            "missing check"
+        );
+    }
 }

@@ -239,22 +239,39 @@ pub fn check_queued(view: &impl ClusterView, subject: Subject<'_>) -> Result<Vec
     {
         exposure::check_preemption(view, subject, name, &priority, &usage, &working(name))?;
     }
-    Ok(queue_name.and_then(|_| evictions_warning(view, subject)).into_iter().collect())
+    let Some(queue_name) = queue_name else { return Ok(Vec::new()) };
+    Ok(evictions_warnings(view, subject, queue_name))
 }
 
 /// Evictions no admission webhook can prevent, said when they would restart a
 /// non-checkpointing evaluation from zero: Kueue's waitForPodsReady evicts and
-/// requeues an admitted workload whose pods are not all ready in time.
-fn evictions_warning(view: &impl ClusterView, subject: Subject<'_>) -> Option<String> {
+/// requeues an admitted workload whose pods are not all ready in time, and an
+/// admission check may ask for a retry (the Workload is evicted and requeued).
+fn evictions_warnings(view: &impl ClusterView, subject: Subject<'_>, local_queue: &str) -> Vec<String> {
+    let mut warnings = Vec::new();
     if subject.workload.is_checkpointing() {
-        return None;
+        return warnings;
     }
-    let ready = view.kueue_config().effective_wait_for_pods_ready()?;
-    Some(format!(
-        "Kueue's waitForPodsReady is on (timeout {}): if this evaluation's pods are not all ready in time, Kueue \
-         evicts and requeues it, and it restarts from zero.",
-        crate::cluster::kueue_config::go_duration(ready.timeout)
-    ))
+    if let Some(ready) = view.kueue_config().effective_wait_for_pods_ready() {
+        warnings.push(format!(
+            "Kueue's waitForPodsReady is on (timeout {}): if this evaluation's pods are not all ready in time, Kueue \
+             evicts and requeues it, and it restarts from zero.",
+            crate::cluster::kueue_config::go_duration(ready.timeout)
+        ));
+    }
+    let checks = view
+        .local_queue(subject.namespace, local_queue)
+        .and_then(|q| view.cluster_queue(&q.cluster_queue))
+        .map(|cq| cq.admission_checks.clone())
+        .unwrap_or_default();
+    if !checks.is_empty() {
+        warnings.push(format!(
+            "its ClusterQueue has AdmissionCheck(s) {}: a check that asks for a retry makes Kueue evict and requeue \
+             it, and it restarts from zero.",
+            join(&checks)
+        ));
+    }
+    warnings
 }
 
 /// The namespace's LocalQueues, other than `except`, through which Kueue would
