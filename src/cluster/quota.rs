@@ -52,17 +52,10 @@ struct Tree<'v, V: ClusterView> {
     view: &'v V,
     flavor: &'v str,
     resource: &'v str,
-    /// A ClusterQueue whose quota counts as zero (what-if it lent nothing).
-    without: Option<&'v str>,
 }
 
 impl<'v, V: ClusterView> Tree<'v, V> {
     fn quota(&self, node: Node<'_>) -> NodeQuota {
-        if let (Node::ClusterQueue(name), Some(without)) = (node, self.without)
-            && name == without
-        {
-            return NodeQuota::default();
-        }
         let groups = match node {
             Node::ClusterQueue(name) => self.view.cluster_queue(name).map(|q| q.resource_groups.as_slice()),
             Node::Cohort(name) => self.view.cohort(name).map(|c| c.resource_groups.as_slice()),
@@ -123,26 +116,40 @@ impl<'v, V: ClusterView> Tree<'v, V> {
 /// The most of `resource` in `flavor` ClusterQueue `cluster_queue` could ever
 /// hold (Kueue: `ClusterQueueSnapshot.PotentialAvailable`), in milli-units.
 pub fn potential_available(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
-    let tree = Tree { view, flavor, resource, without: None };
+    let tree = Tree { view, flavor, resource };
     tree.potential(Node::ClusterQueue(cluster_queue), &mut HashSet::new())
 }
 
-/// [`potential_available`] if ClusterQueue `without` had no quota: less than
-/// with it exactly when part of what `cluster_queue` can borrow is `without`'s.
-pub fn potential_available_without(
-    view: &impl ClusterView,
-    cluster_queue: &str,
-    flavor: &str,
-    resource: &str,
-    without: &str,
-) -> i64 {
-    let tree = Tree { view, flavor, resource, without: Some(without) };
-    tree.potential(Node::ClusterQueue(cluster_queue), &mut HashSet::new())
+/// Whether `reclaimer`'s side of the cohort tree lends `resource` in `flavor`
+/// into the pool `borrower` borrows from: the branch holding `reclaimer` just
+/// below the two queues' lowest common cohort lends a positive amount to it.
+/// Kueue's pool is fungible (`available` walks up the tree), so a reclaimer whose
+/// branch lends can always find that quota taken by a borrower once the tree is
+/// busy (`collectCandidatesForHierarchicalReclaim`).
+pub fn branch_lends_to(view: &impl ClusterView, reclaimer: &str, borrower: &str, flavor: &str, resource: &str) -> bool {
+    let tree = Tree { view, flavor, resource };
+    let path = |cq: &str| -> Vec<String> {
+        let mut path = vec![];
+        let mut seen = HashSet::new();
+        let mut current = view.cluster_queue(cq).and_then(|q| q.cohort.clone());
+        while let Some(cohort) = current {
+            if !seen.insert(cohort.clone()) {
+                break;
+            }
+            current = view.cohort(&cohort).and_then(|c| c.parent.clone());
+            path.push(cohort);
+        }
+        path
+    };
+    let (ours, theirs) = (path(borrower), path(reclaimer));
+    let Some(common) = theirs.iter().position(|cohort| ours.contains(cohort)) else { return false };
+    let branch = if common == 0 { Node::ClusterQueue(reclaimer) } else { Node::Cohort(&theirs[common - 1]) };
+    tree.lent(branch, &mut HashSet::new()) > 0
 }
 
 /// The ClusterQueue's own nominal quota of `resource` in `flavor`.
 pub fn nominal(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
-    let tree = Tree { view, flavor, resource, without: None };
+    let tree = Tree { view, flavor, resource };
     tree.quota(Node::ClusterQueue(cluster_queue)).nominal
 }
 
@@ -191,6 +198,23 @@ mod tests {
         ));
         assert_eq!(potential_available(&view, "a", "f", "cpu"), 4000, "leaf cannot borrow from root");
         assert_eq!(potential_available(&view, "b", "f", "cpu"), 8000, "a's quota is lent up to root");
+    }
+
+    #[test]
+    fn a_branch_lends_what_its_queues_do_not_keep() {
+        let view = state(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: left}}\nspec: {{parentName: root}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: right}}\nspec: {{parentName: root}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: borrower}}\nspec: {{cohortName: left, {CPU_4}}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: keeper}}\nspec: {{cohortName: right, {CPU_4}, lendingLimit: 0}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: lender}}\nspec: {{cohortName: right, {CPU_4}}}]}}]}}]}}\n"
+        ));
+        // keeper lends nothing itself, but its branch (right) lends lender's 4 into root.
+        assert!(branch_lends_to(&view, "keeper", "borrower", "f", "cpu"));
+        // Within the same cohort the branch is the queue itself.
+        assert!(!branch_lends_to(&view, "keeper", "lender", "f", "cpu"));
+        assert!(branch_lends_to(&view, "lender", "keeper", "f", "cpu"));
+        assert!(!branch_lends_to(&view, "keeper", "borrower", "other-flavor", "cpu"));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::fmt;
 
 use super::priority::{self, ClassKind, PriorityClassRef};
 use super::{Denial, Reason, Subject, join};
-use crate::cluster::quota::{nominal, potential_available, potential_available_without};
+use crate::cluster::quota::{branch_lends_to, nominal, potential_available};
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::workload::CHECKPOINTING_ANNOTATION;
 
@@ -156,9 +156,11 @@ fn within_cluster_queue(
 
 /// Another ClusterQueue of the cohort tree reclaiming what this one borrows.
 /// This queue is a candidate only while over its nominal quota, so only where it
-/// can borrow at all; the reclaimer needs that flavor-resource, and either its own
-/// lent quota is part of what this queue borrows, or it may preempt while it
-/// borrows itself (borrowWithinCohort, below its threshold).
+/// can borrow at all; the reclaimer needs that flavor-resource, and either its
+/// branch of the tree lends into the pool this queue borrows from (the pool is
+/// fungible: once the tree is busy, what the reclaimer's side lent is what the
+/// borrower holds), or it may preempt while it borrows itself
+/// (borrowWithinCohort, below its threshold).
 fn reclaim(
     view: &impl ClusterView,
     cq_name: &str,
@@ -194,7 +196,7 @@ fn reclaim(
                 continue; // the reclaimer's queue has no quota in this flavor-resource
             }
             let lends_to_us = nominal(view, other_name, flavor, resource) > 0
-                && potential_available_without(view, cq_name, flavor, resource, other_name) < most;
+                && branch_lends_to(view, other_name, cq_name, flavor, resource);
             let borrows_while_preempting = other.borrow_within_cohort.lower_priority
                 && other.borrow_within_cohort.max_priority_threshold.is_none_or(|threshold| priority <= threshold)
                 && above.is_some();
