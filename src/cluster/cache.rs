@@ -89,6 +89,7 @@ impl ClusterCache {
         let Some(live) = &self.live else { return Ok(false) };
         let (kind, name) = match absent {
             Absent::LocalQueue(name) => ("LocalQueue", name),
+            Absent::ClusterQueue(name) => ("ClusterQueue", name),
             Absent::WorkloadPriorityClass(name) => ("WorkloadPriorityClass", name),
             Absent::PriorityClass(name) => ("PriorityClass", name),
         };

@@ -27,7 +27,6 @@ pub use objects::{
 pub trait ClusterView {
     fn kueue_installed(&self) -> bool;
     fn namespace(&self, name: &str) -> Option<&NamespaceInfo>;
-    fn namespaces(&self) -> Box<dyn Iterator<Item = (&str, &NamespaceInfo)> + '_>;
     fn local_queue(&self, namespace: &str, name: &str) -> Option<&LocalQueue>;
     /// The LocalQueues of a namespace, by name.
     fn local_queues(&self, namespace: &str) -> Box<dyn Iterator<Item = (&str, &LocalQueue)> + '_>;
@@ -234,10 +233,6 @@ impl ClusterView for ClusterState {
 
     fn namespace(&self, name: &str) -> Option<&NamespaceInfo> {
         self.namespaces.get(name)
-    }
-
-    fn namespaces(&self) -> Box<dyn Iterator<Item = (&str, &NamespaceInfo)> + '_> {
-        Box::new(self.namespaces.iter().map(|(name, ns)| (name.as_str(), ns)))
     }
 
     fn local_queue(&self, namespace: &str, name: &str) -> Option<&LocalQueue> {

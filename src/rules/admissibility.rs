@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use super::exposure::Usage;
-use super::{Denial, Reason, Subject, join};
+use super::{Absent, Denial, Reason, Subject, join};
 use crate::cluster::quota::{nominal, potential_available};
 use crate::cluster::{ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
 use crate::quantity;
@@ -26,11 +26,13 @@ pub struct Inadmissible {
     pub cause: String,
     /// A change to the workload itself that makes it admissible here.
     pub fix: Option<String>,
+    /// The missing object the cause rests on, confirmed live before denying.
+    pub absent: Option<Absent>,
 }
 
 impl Inadmissible {
     fn new(reason: Reason, cause: String) -> Self {
-        Self { reason, cause, fix: None }
+        Self { reason, cause, fix: None, absent: None }
     }
 }
 
@@ -64,10 +66,13 @@ pub fn check(
     }
     let cq_name = queue.cluster_queue.as_str();
     let Some(cluster_queue) = view.cluster_queue(cq_name) else {
-        return Err(Inadmissible::new(
-            Reason::ClusterQueueMissing,
-            format!("LocalQueue '{local_queue}' points to ClusterQueue '{cq_name}', which does not exist"),
-        ));
+        return Err(Inadmissible {
+            absent: Some(Absent::ClusterQueue(cq_name.to_string())),
+            ..Inadmissible::new(
+                Reason::ClusterQueueMissing,
+                format!("LocalQueue '{local_queue}' points to ClusterQueue '{cq_name}', which does not exist"),
+            )
+        });
     };
     if let Some(why) = inactive_reason(view, cluster_queue) {
         return Err(Inadmissible::new(
@@ -297,11 +302,16 @@ fn assign_flavors(
 /// ways out that were checked to work.
 pub fn denial(subject: Subject<'_>, inadmissible: Inadmissible, ways_out: &[String]) -> Denial {
     let ways_out: Vec<String> = inadmissible.fix.iter().cloned().chain(ways_out.iter().cloned()).collect();
+    let absent = inadmissible.absent;
     let fix = if ways_out.is_empty() { String::new() } else { format!(" To fix: {}.", ways_out.join("; or ")) };
-    Denial::new(
+    let denial = Denial::new(
         inadmissible.reason,
         format!("{subject} would stay suspended forever: {}, so Kueue would never admit it.{fix}", inadmissible.cause),
-    )
+    );
+    match absent {
+        Some(absent) => denial.because_absent(absent),
+        None => denial,
+    }
 }
 
 #[cfg(test)]

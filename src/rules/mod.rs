@@ -180,6 +180,7 @@ impl Denial {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Absent {
     LocalQueue(String),
+    ClusterQueue(String),
     WorkloadPriorityClass(String),
     PriorityClass(String),
 }
