@@ -379,11 +379,23 @@ fn replayed_cases() {
             continue;
         }
         let kueue = judge.judge(&name, &objects, &eval.object);
-        assert_eq!(
-            (kueue.admissible, kueue.exposed),
-            (recorded_kueue.admissible, recorded_kueue.exposed),
-            "{name}: Kueue's answer changed: {kueue:?}"
-        );
+        if (kueue.admissible, kueue.exposed) != (recorded_kueue.admissible, recorded_kueue.exposed)
+            && std::env::var_os("FIDELITY_REJUDGE").is_some()
+        {
+            // The judge's probe space grew (tests/kueue/oracle/probes.go): record
+            // its new answer beside the original category, and say so.
+            let mut record = record.clone();
+            record["kueue"] = serde_json::to_value(&kueue).unwrap();
+            record["rejudged"] = "the judge's answer changed when its probe space grew".into();
+            std::fs::write(case.join("case.json"), serde_json::to_string_pretty(&record).unwrap() + "\n").unwrap();
+            println!("{name}: rejudged: {kueue:?}");
+        } else {
+            assert_eq!(
+                (kueue.admissible, kueue.exposed),
+                (recorded_kueue.admissible, recorded_kueue.exposed),
+                "{name}: Kueue's answer changed (FIDELITY_REJUDGE=1 records it when the judge itself changed): {kueue:?}"
+            );
+        }
         let now = categories(&eval, Some(&kueue));
         if now.contains(&recorded_category) {
             still += 1;

@@ -24,7 +24,10 @@ package main
 //     ClusterQueue taking all that queue can still get (so it borrows as far as
 //     Kueue lets it: cohort reclamation needs the victim's queue over nominal);
 //     or top-priority fillers in the other ClusterQueues of its tree taking all
-//     they can (nothing left to lend: within-queue preemption needs that).
+//     they can (nothing left to lend: within-queue preemption needs that); or
+//     both, its own first (so its borrowing climbs the tree); or,
+//     when nothing outranks the evaluation, a filler at its own priority
+//     admitted before it (equal priorities are preempted newest first).
 
 import (
 	"context"
@@ -38,6 +41,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -96,7 +100,7 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 	withProbeQueues.localQueues = append(slices.Clone(c.localQueues), probeQueues...)
 
 	count := 0
-	for _, l := range []load{alone, ownQueueFull, othersFull} {
+	for _, l := range []load{alone, ownQueueFull, othersFull, ownThenOthersFull, ownQueueFilledEarlier} {
 		env, added, err := prepare(ctx, &withProbeQueues, wl, targets, l)
 		if err != nil {
 			return "", "", count, err
@@ -286,15 +290,33 @@ const (
 	// othersFull: top-priority fillers in the other ClusterQueues of its tree
 	// take all they can get (the cohort has nothing left to lend).
 	othersFull
+	// ownThenOthersFull: ownQueueFull, then othersFull. The other queues,
+	// using their own quota, push the evaluation's queue's borrowing up the
+	// tree, where a queue with reclaim rights higher up can take it back
+	// (collectCandidatesForHierarchicalReclaim looks only in subtrees over
+	// their nominal quota).
+	ownThenOthersFull
+	// ownQueueFilledEarlier: when no priority outranks the evaluation's, a
+	// filler at its own priority, admitted before it, takes all its
+	// ClusterQueue can still get beside it. Among equal priorities Kueue
+	// preempts the most recently admitted first (CandidatesOrdering), so a
+	// newer filler goes before the evaluation; an earlier one keeps the queue
+	// over nominal when the evaluation's turn comes. Such a co-tenant is
+	// ordinary: submitted a moment before, or while the evaluation waited.
+	ownQueueFilledEarlier
 )
 
 func (l load) String() string {
-	return [...]string{"", ", its own queue filled", ", the other queues filled"}[l]
+	return [...]string{"", ", its own queue filled", ", the other queues filled",
+		", its own queue then the other queues filled", ", its own queue filled earlier at its priority"}[l]
 }
 
 // prepare builds a fresh Kueue with the evaluation admitted and the load beside it.
 // It reports whether the load added anything.
 func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []probeTarget, l load) (*kueueEnv, bool, error) {
+	if l == ownQueueFilledEarlier {
+		return prepareFilledEarlier(ctx, c, wl)
+	}
 	env, err := newEnv(ctx, c)
 	if err != nil {
 		return nil, false, err
@@ -311,49 +333,100 @@ func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []prob
 	}
 	home := string(admitted.Status.Admission.ClusterQueue)
 	usage := workload.NewInfo(admitted).FlavorResourceUsage()
+	fillOthers := func() (bool, error) {
+		added := false
+		for _, t := range targets {
+			if t.clusterQueue == home {
+				continue
+			}
+			more, err := fill(ctx, env, c, usage, t.clusterQueue, t.queue.Namespace, t.queue.Name, t.clusterQueue)
+			if err != nil {
+				return false, err
+			}
+			added = added || more
+		}
+		return added, nil
+	}
 	added := false
 	switch l {
 	case alone:
 	case ownQueueFull:
 		added, err = fill(ctx, env, c, usage, home, wl.Namespace, string(wl.Spec.QueueName), "own")
 	case othersFull:
-		for _, t := range targets {
-			if t.clusterQueue == home {
-				continue
-			}
-			more, ferr := fill(ctx, env, c, usage, t.clusterQueue, t.queue.Namespace, t.queue.Name, t.clusterQueue)
-			if ferr != nil {
-				return nil, false, ferr
-			}
-			added = added || more
+		added, err = fillOthers()
+	case ownThenOthersFull:
+		// Only the others' fill is new: with nothing added there it is ownQueueFull again.
+		if _, err = fill(ctx, env, c, usage, home, wl.Namespace, string(wl.Spec.QueueName), "own"); err == nil {
+			added, err = fillOthers()
 		}
 	}
 	return env, added, err
+}
+
+// prepareFilledEarlier builds the ownQueueFilledEarlier load: the filler is
+// sized in a first Kueue where the evaluation was admitted alone, then a second
+// Kueue admits the filler first and the evaluation a cycle later. It reports
+// false (nothing to probe) when some priority outranks the evaluation's (the
+// top-priority filler of ownQueueFull already covers that) or when the
+// evaluation no longer gets its quota beside the filler.
+func prepareFilledEarlier(ctx context.Context, c *cluster, wl *kueue.Workload) (*kueueEnv, bool, error) {
+	evalPriority := priority.Priority(wl)
+	if availablePriorities(c)[0] != evalPriority {
+		return nil, false, nil
+	}
+	sizing, err := newEnv(ctx, c)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := sizing.submit(wl.DeepCopy()); err != nil {
+		return nil, false, err
+	}
+	if err := sizing.cycles(cyclesPerRun); err != nil {
+		return nil, false, err
+	}
+	alone := mustGet(sizing, wl)
+	if !hasQuota(alone) {
+		return nil, false, errNotReadmitted
+	}
+	home := string(alone.Status.Admission.ClusterQueue)
+	byFlavor, err := fillAmounts(ctx, sizing, workload.NewInfo(alone).FlavorResourceUsage(), home)
+	if err != nil || len(byFlavor) == 0 {
+		return nil, false, err
+	}
+	env, err := newEnv(ctx, c)
+	if err != nil {
+		return nil, false, err
+	}
+	for i, flavor := range slices.Sorted(maps.Keys(byFlavor)) {
+		f := probeWorkload(fmt.Sprintf("oracle-filler-earlier-%d", i), wl.Namespace, string(wl.Spec.QueueName), evalPriority,
+			byFlavor[flavor], nodeSelectorFor(c, flavor), submittedAt.Add(-time.Second))
+		if err := env.submit(f); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := env.cycles(cyclesPerRun); err != nil {
+		return nil, false, err
+	}
+	if err := env.submit(wl.DeepCopy()); err != nil {
+		return nil, false, err
+	}
+	if err := env.cycles(cyclesPerRun); err != nil {
+		return nil, false, err
+	}
+	beside := mustGet(env, wl)
+	if !hasQuota(beside) || !equality.Semantic.DeepEqual(beside.Status.Admission, alone.Status.Admission) {
+		return nil, false, nil // the filler changed where the evaluation goes: another set-up
+	}
+	return env, true, nil
 }
 
 // fill submits, through queue, top-priority fillers that take what ClusterQueue
 // cq can still get of each flavor and resource the evaluation holds, and lets
 // Kueue admit them.
 func fill(ctx context.Context, env *kueueEnv, c *cluster, usage resources.FlavorResourceQuantities, cq, namespace, queue, tag string) (bool, error) {
-	snap, err := env.cache.Snapshot(ctx)
+	byFlavor, err := fillAmounts(ctx, env, usage, cq)
 	if err != nil {
 		return false, err
-	}
-	target := snap.ClusterQueue(kueue.ClusterQueueReference(cq))
-	if target == nil {
-		return false, nil
-	}
-	byFlavor := map[kueue.ResourceFlavorReference]corev1.ResourceList{}
-	for _, fr := range sortedFlavorResources(usage) {
-		if target.RGByResource(fr.Resource) == nil {
-			continue // the queue does not cover it
-		}
-		if left := target.Available(fr).Int64(); left > 0 {
-			if byFlavor[fr.Flavor] == nil {
-				byFlavor[fr.Flavor] = corev1.ResourceList{}
-			}
-			byFlavor[fr.Flavor][fr.Resource] = quantity(fr.Resource, left)
-		}
 	}
 	top := availablePriorities(c)[0]
 	for i, flavor := range slices.Sorted(maps.Keys(byFlavor)) {
@@ -367,6 +440,32 @@ func fill(ctx context.Context, env *kueueEnv, c *cluster, usage resources.Flavor
 		return false, nil
 	}
 	return true, env.cycles(cyclesPerRun)
+}
+
+// fillAmounts: per flavor, what ClusterQueue cq can still get now of each
+// flavor and resource the evaluation holds (Kueue's own snapshot decides).
+func fillAmounts(ctx context.Context, env *kueueEnv, usage resources.FlavorResourceQuantities, cq string) (map[kueue.ResourceFlavorReference]corev1.ResourceList, error) {
+	snap, err := env.cache.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	target := snap.ClusterQueue(kueue.ClusterQueueReference(cq))
+	if target == nil {
+		return nil, nil
+	}
+	byFlavor := map[kueue.ResourceFlavorReference]corev1.ResourceList{}
+	for _, fr := range sortedFlavorResources(usage) {
+		if target.RGByResource(fr.Resource) == nil {
+			continue // the queue does not cover it
+		}
+		if left := target.Available(fr).Int64(); left > 0 {
+			if byFlavor[fr.Flavor] == nil {
+				byFlavor[fr.Flavor] = corev1.ResourceList{}
+			}
+			byFlavor[fr.Flavor][fr.Resource] = quantity(fr.Resource, left)
+		}
+	}
+	return byFlavor, nil
 }
 
 // tryProbe: Kueue's reason for preempting the evaluation, or "" if it did not.

@@ -7,9 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"k8s.io/utils/ptr"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,6 +23,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -240,6 +242,10 @@ type kueueEnv struct {
 	scheduler *scheduler.Scheduler
 	admitting sync.WaitGroup
 	events    *utiltesting.EventRecorder
+	// clock ticks one second per scheduling cycle, so quota reservation
+	// times (which order preemption candidates, CandidatesOrdering) follow
+	// the order of admission even after the API's one-second truncation.
+	clock *testingclock.FakeClock
 }
 
 func newEnv(ctx context.Context, c *cluster, extra ...client.Object) (*kueueEnv, error) {
@@ -311,8 +317,10 @@ func newEnv(ctx context.Context, c *cluster, extra ...client.Object) (*kueueEnv,
 		}
 	}
 
-	env := &kueueEnv{ctx: ctx, log: log, client: cl, cache: cache, queues: queues, events: &utiltesting.EventRecorder{}}
+	env := &kueueEnv{ctx: ctx, log: log, client: cl, cache: cache, queues: queues, events: &utiltesting.EventRecorder{},
+		clock: testingclock.NewFakeClock(submittedAt.Add(time.Minute))}
 	env.scheduler = scheduler.New(queues, cache, cl, env.events,
+		scheduler.WithClock(nil, env.clock),
 		scheduler.WithFairSharing(c.config.FairSharing),
 		scheduler.WithAdmissionFairSharing(c.config.AdmissionFairSharing),
 		scheduler.WithPreemptionExpectations(expectations),
@@ -365,6 +373,7 @@ func (e *kueueEnv) cycles(n int) error {
 		}
 		e.scheduler.ScheduleOnceForOracle(e.ctx)
 		e.admitting.Wait()
+		e.clock.Step(time.Second)
 		var list kueue.WorkloadList
 		if err := e.client.List(e.ctx, &list); err != nil {
 			return err
