@@ -25,7 +25,8 @@ package main
 //     Kueue lets it: cohort reclamation needs the victim's queue over nominal);
 //     or top-priority fillers in the other ClusterQueues of its tree taking all
 //     they can (nothing left to lend: within-queue preemption needs that); or
-//     both, its own first (so its borrowing climbs the tree); or,
+//     both, its own first and then the others nearest first (so its borrowing
+//     climbs the tree); or,
 //     when nothing outranks the evaluation, a filler at its own priority
 //     admitted before it (equal priorities are preempted newest first).
 
@@ -356,11 +357,53 @@ func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []prob
 		added, err = fillOthers()
 	case ownThenOthersFull:
 		// Only the others' fill is new: with nothing added there it is ownQueueFull again.
+		// Nearest first: the evaluation's siblings, using their own quota,
+		// push its cohort over nominal before farther queues soak up the pool.
+		targets = nearestFirst(c, home, targets)
 		if _, err = fill(ctx, env, c, usage, home, wl.Namespace, string(wl.Spec.QueueName), "own"); err == nil {
 			added, err = fillOthers()
 		}
 	}
 	return env, added, err
+}
+
+// nearestFirst orders targets by how low their lowest common cohort with home
+// sits (siblings first), keeping the given order among equals.
+func nearestFirst(c *cluster, home string, targets []probeTarget) []probeTarget {
+	parent := func(cohort string) string {
+		for _, co := range c.cohorts {
+			if co.Name == cohort {
+				return string(co.Spec.ParentName)
+			}
+		}
+		return ""
+	}
+	path := func(cq string) []string {
+		var cohort string
+		for _, q := range c.clusterQueues {
+			if q.Name == cq {
+				cohort = string(q.Spec.CohortName)
+			}
+		}
+		var up []string
+		for cohort != "" && !slices.Contains(up, cohort) {
+			up = append(up, cohort)
+			cohort = parent(cohort)
+		}
+		return up
+	}
+	homePath := path(home)
+	distance := func(t probeTarget) int {
+		for _, cohort := range path(t.clusterQueue) {
+			if i := slices.Index(homePath, cohort); i >= 0 {
+				return i
+			}
+		}
+		return len(homePath)
+	}
+	sorted := slices.Clone(targets)
+	slices.SortStableFunc(sorted, func(a, b probeTarget) int { return distance(a) - distance(b) })
+	return sorted
 }
 
 // prepareFilledEarlier builds the ownQueueFilledEarlier load: the filler is
