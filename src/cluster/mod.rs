@@ -4,6 +4,7 @@
 //! [`ClusterState`] implements it with plain maps; it is filled either from a
 //! state file ([`state_file`]) or, in a cluster, by watch caches ([`watch`]).
 
+pub mod active;
 pub mod cache;
 pub mod kueue_config;
 pub mod objects;

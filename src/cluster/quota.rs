@@ -84,6 +84,9 @@ impl<'v, V: ClusterView> Tree<'v, V> {
             }
         }
         for (child, queue) in self.view.cluster_queues() {
+            // An inactive queue still lends: Kueue's snapshot skips the queue
+            // but clones each Cohort's quota sums as the cache built them, with
+            // every queue in (`Cache.Snapshot`, `resourceNode.Clone`).
             if queue.cohort.as_deref() == Some(name) {
                 total = total.saturating_add(self.lent(Node::ClusterQueue(child), visiting));
             }
@@ -147,6 +150,62 @@ pub fn branch_lends_to(view: &impl ClusterView, reclaimer: &str, borrower: &str,
     tree.lent(branch, &mut HashSet::new()) > 0
 }
 
+/// Whether no ClusterQueue in `cluster_queue`'s cohort tree can ever be short of
+/// `resource` in `flavor`: the pool the tree shares holds, at once, all that
+/// every queue which can hold workloads (`usable`) could ever draw from it.
+/// Kueue preempts only for a workload that does not fit
+/// (`Preemptor.GetTargets` runs after `fitsResourceQuota` fails), so in such a
+/// tree nothing is ever reclaimed. The pool is the root's subtree quota; each
+/// queue draws from it what its potential exceeds what it keeps for itself.
+/// Answered only where the pool is one: a Cohort's own borrowingLimit or
+/// lendingLimit splits it, and then this says no (the caller stays careful).
+pub fn tree_never_short(
+    view: &impl ClusterView,
+    cluster_queue: &str,
+    flavor: &str,
+    resource: &str,
+    usable: impl Fn(&str) -> bool,
+) -> bool {
+    let tree = Tree { view, flavor, resource };
+    let Some(root) = tree_root(view, cluster_queue) else { return false };
+    let in_tree = |cohort: Option<&str>| cohort.is_some_and(|c| root_of(view, c) == root);
+    for (name, _) in view.cohorts().filter(|(name, _)| in_tree(Some(name))) {
+        let quota = tree.quota(Node::Cohort(name));
+        if quota.borrowing_limit.is_some() || quota.lending_limit.is_some() {
+            return false;
+        }
+    }
+    let pool = tree.subtree(Node::Cohort(&root), &mut HashSet::new());
+    let mut drawn: i64 = 0;
+    for (name, queue) in view.cluster_queues() {
+        if !in_tree(queue.cohort.as_deref()) || !usable(name) {
+            continue;
+        }
+        let node = Node::ClusterQueue(name);
+        let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
+        drawn = drawn.saturating_add(tree.potential(node, &mut HashSet::new()).saturating_sub(keeps));
+    }
+    drawn <= pool
+}
+
+/// The top of a ClusterQueue's cohort tree (a cohort without a Cohort object is
+/// its own root; a cycle stops the walk where it closes).
+pub fn tree_root(view: &impl ClusterView, cluster_queue: &str) -> Option<String> {
+    Some(root_of(view, view.cluster_queue(cluster_queue)?.cohort.as_deref()?))
+}
+
+fn root_of(view: &impl ClusterView, cohort: &str) -> String {
+    let mut current = cohort.to_string();
+    let mut seen = HashSet::new();
+    while seen.insert(current.clone()) {
+        match view.cohort(&current).and_then(|c| c.parent.clone()) {
+            Some(parent) => current = parent,
+            None => break,
+        }
+    }
+    current
+}
+
 /// The ClusterQueue's own nominal quota of `resource` in `flavor`.
 pub fn nominal(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
     let tree = Tree { view, flavor, resource };
@@ -164,6 +223,31 @@ mod tests {
 
     const CPU_4: &str =
         "resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4";
+
+    #[test]
+    fn a_tree_whose_idle_quota_covers_every_borrower_is_never_short() {
+        let queue = |name: &str, extra: &str| {
+            format!(
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec: {{cohortName: c, {CPU_4}{extra}}}]}}]}}]}}\n---\n"
+            )
+        };
+        let tree = queue("a", ", borrowingLimit: 2") + &queue("b", ", borrowingLimit: 2") + &queue("idle", "");
+        let view = state(&tree);
+        // a and b each draw at most 6 of the pool of 12 (4 + 4 + idle's 4).
+        assert!(tree_never_short(&view, "a", "f", "cpu", |q| q != "idle"));
+        // If idle takes workloads too, it could want all 12: someone can be short.
+        assert!(!tree_never_short(&view, "a", "f", "cpu", |_| true));
+        // A Cohort's own limit splits the pool: no answer.
+        let limited = state(&format!(
+            "{tree}apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: c}}\nspec: {{{CPU_4}, borrowingLimit: 0}}]}}]}}]}}\n"
+        ));
+        assert!(!tree_never_short(&limited, "a", "f", "cpu", |q| q != "idle"));
+        // Not in a cohort: not a tree.
+        let alone = state(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: a}}\nspec: {{{CPU_4}}}]}}]}}]}}\n"
+        ));
+        assert!(!tree_never_short(&alone, "a", "f", "cpu", |_| true));
+    }
 
     #[test]
     fn alone_a_queue_gets_its_nominal_quota() {

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use super::exposure::Usage;
 use super::{Absent, Denial, Reason, Subject, join};
+use crate::cluster::active::{inactive_reason, is_active_queue};
 use crate::cluster::quota::{nominal, potential_available};
 use crate::cluster::{ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
 use crate::quantity;
@@ -150,37 +151,10 @@ pub fn check_managed(view: &impl ClusterView, subject: Subject<'_>) -> Result<()
 /// neither preempt nor reclaim.
 pub fn accepts_workloads(view: &impl ClusterView, name: &str) -> bool {
     let Some(queue) = view.cluster_queue(name) else { return false };
-    if inactive_reason(view, queue).is_some() {
+    if !is_active_queue(view, queue) {
         return false;
     }
     view.selects_a_managed_namespace(name)
-}
-
-/// Why Kueue holds a ClusterQueue inactive (`clusterQueue.inactiveReason`),
-/// all causes at once; `None` when it is active.
-fn inactive_reason(view: &impl ClusterView, queue: &ClusterQueue) -> Option<String> {
-    let mut reasons = Vec::new();
-    if let NamespaceSelector::Invalid(error) = &queue.namespace_selector {
-        reasons.push(format!("has a namespaceSelector Kueue cannot parse ({error})"));
-    }
-    if queue.stop_policy != StopPolicy::None {
-        reasons.push(format!("has stopPolicy {}", queue.stop_policy.as_str()));
-    }
-    let missing: Vec<&str> = queue.flavor_names().into_iter().filter(|f| view.resource_flavor(f).is_none()).collect();
-    if !missing.is_empty() {
-        reasons.push(format!("names ResourceFlavor(s) that do not exist: {}", join(&missing)));
-    }
-    let missing: Vec<&str> =
-        queue.admission_checks.iter().map(String::as_str).filter(|c| view.admission_check(c).is_none()).collect();
-    if !missing.is_empty() {
-        reasons.push(format!("names AdmissionCheck(s) that do not exist: {}", join(&missing)));
-    }
-    let inactive: Vec<&str> =
-        queue.admission_checks.iter().map(String::as_str).filter(|c| view.admission_check(c) == Some(false)).collect();
-    if !inactive.is_empty() {
-        reasons.push(format!("names AdmissionCheck(s) that are not Active: {}", join(&inactive)));
-    }
-    (!reasons.is_empty()).then(|| reasons.join("; "))
 }
 
 /// Kueue's flavor assignment for a workload alone in its ClusterQueue: pod sets

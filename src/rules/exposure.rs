@@ -20,7 +20,7 @@ use std::fmt;
 
 use super::priority::{self, ClassKind, PriorityClassRef};
 use super::{Denial, Reason, Subject, join};
-use crate::cluster::quota::{branch_lends_to, nominal, potential_available};
+use crate::cluster::quota::{branch_lends_to, nominal, potential_available, tree_never_short, tree_root};
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::workload::CHECKPOINTING_ANNOTATION;
 
@@ -177,6 +177,9 @@ fn reclaim(
         if most <= ours {
             continue; // cannot borrow this one: never over nominal in it
         }
+        if tree_never_short(view, cq_name, flavor, resource, |q| super::admissibility::accepts_workloads(view, q)) {
+            continue; // the tree holds every queue's most at once: no one ever reclaims
+        }
         for (other_name, other) in view.cluster_queues() {
             if other_name == cq_name || other.cohort.is_none() || tree_root(view, other_name) != root {
                 continue;
@@ -212,20 +215,6 @@ fn reclaim(
         }
     }
     None
-}
-
-/// The top of a ClusterQueue's cohort tree (a cohort without a Cohort object is
-/// its own root; cycles stop the walk).
-pub fn tree_root(view: &impl ClusterView, cluster_queue: &str) -> Option<String> {
-    let mut current = view.cluster_queue(cluster_queue)?.cohort.clone()?;
-    let mut seen = std::collections::HashSet::new();
-    while seen.insert(current.clone()) {
-        match view.cohort(&current).and_then(|c| c.parent.clone()) {
-            Some(parent) => current = parent,
-            None => break,
-        }
-    }
-    Some(current)
 }
 
 /// Refuses a non-checkpointing evaluation that Kueue could preempt in the
