@@ -218,15 +218,15 @@ fn reclaim(
 }
 
 /// Refuses a non-checkpointing evaluation that Kueue could preempt in the
-/// ClusterQueue behind `local_queue`. `working` are the namespace's queues that
+/// ClusterQueue behind `local_queue`. `working` gives the namespace's queues that
 /// would admit it and not preempt it: the only queues offered instead.
-pub fn check_preemption(
-    view: &impl ClusterView,
+pub fn check_preemption<'v>(
+    view: &'v impl ClusterView,
     subject: Subject<'_>,
     local_queue: &str,
     priority: &priority::Priority,
     usage: &Usage,
-    working: &[&str],
+    working: impl FnOnce() -> Vec<&'v str>,
 ) -> Result<(), Denial> {
     if subject.workload.is_checkpointing() {
         return Ok(());
@@ -243,10 +243,11 @@ pub fn check_preemption(
     {
         ways_out.push(format!("use a priority nothing outranks ({classes})"));
     }
+    let working = working();
     if !working.is_empty() {
         ways_out.push(format!(
             "submit to a LocalQueue whose ClusterQueue would admit it and cannot preempt it ({})",
-            join(working)
+            join(&working)
         ));
     }
     ways_out.push(format!("if it does checkpoint, annotate it {CHECKPOINTING_ANNOTATION}: \"true\""));

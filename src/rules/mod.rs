@@ -212,11 +212,12 @@ pub fn check_queued(view: &impl ClusterView, subject: Subject<'_>) -> Result<Vec
         let from_namespace = view.namespace(subject.namespace).and_then(|ns| ns.default_queue.as_deref()) == Some(name);
         let source = if from_namespace { queue::QueueSource::NamespaceAnnotation } else { queue::QueueSource::Label };
         // Ways out are offered only when the workload's priority is known: exposure depends on it.
-        let working = match &priority {
+        // Each ways-out list is worked out only for a denial: it runs every rule per LocalQueue.
+        let working = || match &priority {
             Ok(priority) => working_queues(view, subject, priority, &pod_sets, name),
             Err(_) => Vec::new(),
         };
-        queue::check_local_queue(view, subject, name, source, &working)?;
+        queue::check_local_queue(view, subject, name, source, working)?;
     }
     let priority = priority?;
     if queue_name.is_some()
@@ -238,7 +239,7 @@ pub fn check_queued(view: &impl ClusterView, subject: Subject<'_>) -> Result<Vec
     if let Some((name, usage)) = usage
         && !subject.workload.is_checkpointing()
     {
-        exposure::check_preemption(view, subject, name, &priority, &usage, &working(name))?;
+        exposure::check_preemption(view, subject, name, &priority, &usage, || working(name))?;
     }
     let Some(queue_name) = queue_name else { return Ok(Vec::new()) };
     Ok(evictions_warnings(view, subject, queue_name))

@@ -68,12 +68,12 @@ pub fn bypass_warning(subject: Subject<'_>) -> String {
 /// otherwise, since the workload would stay suspended forever. `working` are
 /// the namespace's queues that would admit it (see [`super::working_queues`]),
 /// the only ones the denial offers.
-pub fn check_local_queue(
-    view: &impl ClusterView,
+pub fn check_local_queue<'v>(
+    view: &'v impl ClusterView,
     subject: Subject<'_>,
     queue: &str,
     source: QueueSource,
-    working: &[&str],
+    working: impl FnOnce() -> Vec<&'v str>,
 ) -> Result<(), Denial> {
     if !view.kueue_installed() {
         return Err(Denial::new(
@@ -87,7 +87,7 @@ pub fn check_local_queue(
         ));
     }
     if view.local_queue(subject.namespace, queue).is_none() {
-        return Err(missing_local_queue(view, subject, queue, source, working));
+        return Err(missing_local_queue(view, subject, queue, source, &working()));
     }
     Ok(())
 }
@@ -216,13 +216,9 @@ mod tests {
     fn a_missing_queue_lists_the_existing_ones_closest_first() {
         let state = seed_state();
         let job = evalhub_job("team-a-namespace", Some("eval-queu"));
-        let denial = check_local_queue(
-            &state,
-            job_subject(&job),
-            "eval-queu",
-            QueueSource::Label,
-            &["shared-queue", "eval-queue"],
-        )
+        let denial = check_local_queue(&state, job_subject(&job), "eval-queu", QueueSource::Label, || {
+            vec!["shared-queue", "eval-queue"]
+        })
         .unwrap_err();
         assert_eq!(denial.reason, Reason::MissingLocalQueue);
         assert_eq!(
@@ -238,7 +234,8 @@ mod tests {
     fn a_missing_queue_in_an_empty_namespace_says_there_are_none() {
         let state = seed_state();
         let job = evalhub_job("plain", Some("aiperf-queue"));
-        let denial = check_local_queue(&state, job_subject(&job), "aiperf-queue", QueueSource::Label, &[]).unwrap_err();
+        let denial =
+            check_local_queue(&state, job_subject(&job), "aiperf-queue", QueueSource::Label, Vec::new).unwrap_err();
         assert!(denial.message.ends_with(
             "Namespace 'plain' has no LocalQueues. Ask the namespace owner to create LocalQueue 'aiperf-queue'."
         ));
@@ -248,7 +245,8 @@ mod tests {
     fn without_kueue_the_message_is_the_operator_preflight_one() {
         let state = state_with(&["apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a-namespace}\n"]);
         let job = evalhub_job("team-a-namespace", Some("eval-queue"));
-        let denial = check_local_queue(&state, job_subject(&job), "eval-queue", QueueSource::Label, &[]).unwrap_err();
+        let denial =
+            check_local_queue(&state, job_subject(&job), "eval-queue", QueueSource::Label, Vec::new).unwrap_err();
         assert_eq!(denial.reason, Reason::KueueNotInstalled);
         assert!(
             denial.message.starts_with("Kueue is not installed, but LocalQueue 'eval-queue' was explicitly requested")
