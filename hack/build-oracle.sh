@@ -18,7 +18,17 @@ build_stamp() {
 		sha256sum | cut -d' ' -f1
 }
 
-if [[ -x $ORACLE_BIN && -f $ORACLE_BIN.stamp && $(<"$ORACLE_BIN.stamp") == "$(build_stamp)" ]]; then
+up_to_date() { [[ -x $ORACLE_BIN && -f $ORACLE_BIN.stamp && $(<"$ORACLE_BIN.stamp") == "$(build_stamp)" ]]; }
+if up_to_date; then
+	echo "$ORACLE_BIN"
+	exit 0
+fi
+# The fidelity tests run in parallel threads and each asks for the oracle:
+# one builds, the others wait for it and then find it current.
+mkdir -p "$ORACLE_DIR"
+exec 9>"$ORACLE_DIR/oracle.lock"
+flock 9
+if up_to_date; then
 	echo "$ORACLE_BIN"
 	exit 0
 fi

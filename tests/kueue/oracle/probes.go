@@ -26,7 +26,8 @@ package main
 //     or top-priority fillers in the other ClusterQueues of its tree taking all
 //     they can (nothing left to lend: within-queue preemption needs that); or
 //     both, its own first and then the others nearest first (so its borrowing
-//     climbs the tree); or,
+//     climbs the tree), all but the probe's queue, which arrives with its quota
+//     lent out; or,
 //     when nothing outranks the evaluation, a filler at its own priority
 //     admitted before it (equal priorities are preempted newest first).
 
@@ -66,6 +67,7 @@ type probe struct {
 	priority     int32
 	older        bool
 	load         load
+	spare        string // ownThenOthersFull: the queue left unfilled (the probe's)
 	flavor       kueue.ResourceFlavorReference
 	resource     corev1.ResourceName
 	amount       int64
@@ -83,6 +85,9 @@ func (p probe) String() string {
 		fmt.Fprintf(&b, " on flavor %s", p.flavor)
 	}
 	b.WriteString(p.load.String())
+	if p.spare != "" {
+		fmt.Fprintf(&b, " (all but %s)", p.spare)
+	}
 	return b.String()
 }
 
@@ -100,9 +105,26 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 	withProbeQueues := *c
 	withProbeQueues.localQueues = append(slices.Clone(c.localQueues), probeQueues...)
 
+	// ownThenOthersFull runs once per probed queue, which is left unfilled:
+	// a reclaimer reclaims only what it lacks below its own quota (or, if it
+	// may borrow while preempting, below its potential), so it must arrive
+	// with its quota lent out to the queues that filled the pool.
+	type run struct {
+		l     load
+		spare string
+	}
+	runs := []run{{alone, ""}, {ownQueueFull, ""}, {othersFull, ""}}
+	for _, t := range targets {
+		if t.clusterQueue != home {
+			runs = append(runs, run{ownThenOthersFull, t.clusterQueue})
+		}
+	}
+	runs = append(runs, run{ownQueueFilledEarlier, ""})
+
 	count := 0
-	for _, l := range []load{alone, ownQueueFull, othersFull, ownThenOthersFull, ownQueueFilledEarlier} {
-		env, added, err := prepare(ctx, &withProbeQueues, wl, targets, l)
+	for _, r := range runs {
+		l := r.l
+		env, added, err := prepare(ctx, &withProbeQueues, wl, targets, l, r.spare)
 		if err != nil {
 			return "", "", count, err
 		}
@@ -116,6 +138,9 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 		evalInfo := workload.NewInfo(mustGet(env, wl))
 		usage := evalInfo.FlavorResourceUsage()
 		for _, t := range targets {
+			if r.spare != "" && t.clusterQueue != r.spare {
+				continue
+			}
 			cq := snap.ClusterQueue(kueue.ClusterQueueReference(t.clusterQueue))
 			if cq == nil {
 				continue
@@ -137,7 +162,7 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 						for _, amount := range amounts {
 							for _, pinned := range pinVariants(c, fr.Flavor) {
 								p := probe{clusterQueue: t.clusterQueue, localQueue: t.queue.Name, namespace: t.queue.Namespace,
-									priority: pr, older: older, load: l, flavor: fr.Flavor, resource: fr.Resource,
+									priority: pr, older: older, load: l, spare: r.spare, flavor: fr.Flavor, resource: fr.Resource,
 									amount: amount, pinned: pinned}
 								count++
 								reason, err := tryProbe(ctx, &withProbeQueues, wl, targets, p)
@@ -314,7 +339,7 @@ func (l load) String() string {
 
 // prepare builds a fresh Kueue with the evaluation admitted and the load beside it.
 // It reports whether the load added anything.
-func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []probeTarget, l load) (*kueueEnv, bool, error) {
+func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []probeTarget, l load, spare string) (*kueueEnv, bool, error) {
 	if l == ownQueueFilledEarlier {
 		return prepareFilledEarlier(ctx, c, wl)
 	}
@@ -337,7 +362,7 @@ func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []prob
 	fillOthers := func() (bool, error) {
 		added := false
 		for _, t := range targets {
-			if t.clusterQueue == home {
+			if t.clusterQueue == home || t.clusterQueue == spare {
 				continue
 			}
 			more, err := fill(ctx, env, c, usage, t.clusterQueue, t.queue.Namespace, t.queue.Name, t.clusterQueue)
@@ -368,7 +393,7 @@ func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []prob
 }
 
 // nearestFirst orders targets by how low their lowest common cohort with home
-// sits (siblings first), keeping the given order among equals.
+// sits (siblings first), then queues that never reclaim before those that do.
 func nearestFirst(c *cluster, home string, targets []probeTarget) []probeTarget {
 	parent := func(cohort string) string {
 		for _, co := range c.cohorts {
@@ -401,8 +426,24 @@ func nearestFirst(c *cluster, home string, targets []probeTarget) []probeTarget 
 		}
 		return len(homePath)
 	}
+	// Among equals, queues that never reclaim go first: they soak up the pool
+	// the reclaimers lent, which a reclaimer then wants back.
+	reclaims := func(t probeTarget) int {
+		for _, q := range c.clusterQueues {
+			if q.Name == t.clusterQueue && q.Spec.Preemption != nil &&
+				q.Spec.Preemption.ReclaimWithinCohort != "" && q.Spec.Preemption.ReclaimWithinCohort != kueue.PreemptionPolicyNever {
+				return 1
+			}
+		}
+		return 0
+	}
 	sorted := slices.Clone(targets)
-	slices.SortStableFunc(sorted, func(a, b probeTarget) int { return distance(a) - distance(b) })
+	slices.SortStableFunc(sorted, func(a, b probeTarget) int {
+		if d := distance(a) - distance(b); d != 0 {
+			return d
+		}
+		return reclaims(a) - reclaims(b)
+	})
 	return sorted
 }
 
@@ -513,7 +554,7 @@ func fillAmounts(ctx context.Context, env *kueueEnv, usage resources.FlavorResou
 
 // tryProbe: Kueue's reason for preempting the evaluation, or "" if it did not.
 func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, targets []probeTarget, p probe) (string, error) {
-	env, _, err := prepare(ctx, c, wl, targets, p.load)
+	env, _, err := prepare(ctx, c, wl, targets, p.load, p.spare)
 	if err != nil {
 		return "", err
 	}
