@@ -150,24 +150,31 @@ pub fn branch_lends_to(view: &impl ClusterView, reclaimer: &str, borrower: &str,
     tree.lent(branch, &mut HashSet::new()) > 0
 }
 
-/// Whether no ClusterQueue in `cluster_queue`'s cohort tree can ever be short of
-/// `resource` in `flavor`: the pool the tree shares holds, at once, all that
-/// every queue which can hold workloads (`usable`) could ever draw from it.
-/// Kueue preempts only for a workload that does not fit
-/// (`Preemptor.GetTargets` runs after `fitsResourceQuota` fails), so in such a
-/// tree nothing is ever reclaimed. The pool is the root's subtree quota; each
-/// queue draws from it what its potential exceeds what it keeps for itself.
-/// Answered only where the pool is one: a Cohort's own borrowingLimit or
-/// lendingLimit splits it, and then this says no (the caller stays careful).
-pub fn tree_never_short(
+/// Whether `reclaimer` can never be short of `resource` in `flavor` in the
+/// cohort tree it shares with `borrower`, so it never reclaims: the pool the tree
+/// shares holds, at once, all that every other queue which can hold workloads
+/// (`usable`) could ever draw from it and all the reclaimer could need.
+/// Kueue preempts only for a workload that does not fit (`Preemptor.GetTargets`
+/// runs after `fitsResourceQuota` fails). The pool is the root's subtree quota;
+/// a queue draws from it what its potential exceeds what it keeps for itself.
+/// In a flat tree a reclaimer that may not borrow while preempting
+/// (`borrows_while_preempting` false) reclaims only for a workload that fits its
+/// own nominal quota (`collectCandidatesForHierarchicalReclaim`: hierarchical
+/// advantage, else `ReclaimWithoutBorrowing`), so it needs no more than that;
+/// otherwise it may need its whole potential. Answered only where the pool is
+/// one: a Cohort's own borrowingLimit or lendingLimit splits it, and then this
+/// says no (the caller stays careful).
+pub fn reclaimer_never_short(
     view: &impl ClusterView,
-    cluster_queue: &str,
+    borrower: &str,
+    reclaimer: &str,
+    borrows_while_preempting: bool,
     flavor: &str,
     resource: &str,
     usable: impl Fn(&str) -> bool,
 ) -> bool {
     let tree = Tree { view, flavor, resource };
-    let Some(root) = tree_root(view, cluster_queue) else { return false };
+    let Some(root) = tree_root(view, borrower) else { return false };
     let in_tree = |cohort: Option<&str>| cohort.is_some_and(|c| root_of(view, c) == root);
     for (name, _) in view.cohorts().filter(|(name, _)| in_tree(Some(name))) {
         let quota = tree.quota(Node::Cohort(name));
@@ -175,15 +182,21 @@ pub fn tree_never_short(
             return false;
         }
     }
+    let members = || view.cluster_queues().filter(|(_, queue)| in_tree(queue.cohort.as_deref()));
+    let flat = members().all(|(_, queue)| queue.cohort.as_deref() == Some(root.as_str()));
     let pool = tree.subtree(Node::Cohort(&root), &mut HashSet::new());
     let mut drawn: i64 = 0;
-    for (name, queue) in view.cluster_queues() {
-        if !in_tree(queue.cohort.as_deref()) || !usable(name) {
-            continue;
-        }
+    for (name, _) in members() {
         let node = Node::ClusterQueue(name);
         let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
-        drawn = drawn.saturating_add(tree.potential(node, &mut HashSet::new()).saturating_sub(keeps));
+        let most = if name == reclaimer && flat && !borrows_while_preempting {
+            tree.quota(node).nominal
+        } else if name == reclaimer || usable(name) {
+            tree.potential(node, &mut HashSet::new())
+        } else {
+            continue;
+        };
+        drawn = drawn.saturating_add(most.saturating_sub(keeps).max(0));
     }
     drawn <= pool
 }
@@ -225,7 +238,7 @@ mod tests {
         "resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4";
 
     #[test]
-    fn a_tree_whose_idle_quota_covers_every_borrower_is_never_short() {
+    fn a_reclaimer_that_always_fits_never_reclaims() {
         let queue = |name: &str, extra: &str| {
             format!(
                 "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec: {{cohortName: c, {CPU_4}{extra}}}]}}]}}]}}\n---\n"
@@ -234,19 +247,24 @@ mod tests {
         let tree = queue("a", ", borrowingLimit: 2") + &queue("b", ", borrowingLimit: 2") + &queue("idle", "");
         let view = state(&tree);
         // a and b each draw at most 6 of the pool of 12 (4 + 4 + idle's 4).
-        assert!(tree_never_short(&view, "a", "f", "cpu", |q| q != "idle"));
+        assert!(reclaimer_never_short(&view, "a", "b", true, "f", "cpu", |q| q != "idle"));
         // If idle takes workloads too, it could want all 12: someone can be short.
-        assert!(!tree_never_short(&view, "a", "f", "cpu", |_| true));
+        assert!(!reclaimer_never_short(&view, "a", "b", true, "f", "cpu", |_| true));
+        // With only a beside it (a draws 6 of 12), idle as the reclaimer: if it
+        // may borrow while preempting it could want all 12; if not, in a flat
+        // tree it reclaims only within its own 4, and 6 + 4 fit.
+        assert!(!reclaimer_never_short(&view, "a", "idle", true, "f", "cpu", |q| q == "a"));
+        assert!(reclaimer_never_short(&view, "a", "idle", false, "f", "cpu", |q| q == "a"));
         // A Cohort's own limit splits the pool: no answer.
         let limited = state(&format!(
             "{tree}apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: c}}\nspec: {{{CPU_4}, borrowingLimit: 0}}]}}]}}]}}\n"
         ));
-        assert!(!tree_never_short(&limited, "a", "f", "cpu", |q| q != "idle"));
+        assert!(!reclaimer_never_short(&limited, "a", "b", true, "f", "cpu", |q| q != "idle"));
         // Not in a cohort: not a tree.
         let alone = state(&format!(
             "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: a}}\nspec: {{{CPU_4}}}]}}]}}]}}\n"
         ));
-        assert!(!tree_never_short(&alone, "a", "f", "cpu", |_| true));
+        assert!(!reclaimer_never_short(&alone, "a", "a", true, "f", "cpu", |_| true));
     }
 
     #[test]

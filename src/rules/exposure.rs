@@ -20,7 +20,7 @@ use std::fmt;
 
 use super::priority::{self, ClassKind, PriorityClassRef};
 use super::{Denial, Reason, Subject, join};
-use crate::cluster::quota::{branch_lends_to, nominal, potential_available, tree_never_short, tree_root};
+use crate::cluster::quota::{branch_lends_to, nominal, potential_available, reclaimer_never_short, tree_root};
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::workload::CHECKPOINTING_ANNOTATION;
 
@@ -177,9 +177,6 @@ fn reclaim(
         if most <= ours {
             continue; // cannot borrow this one: never over nominal in it
         }
-        if tree_never_short(view, cq_name, flavor, resource, |q| super::admissibility::accepts_workloads(view, q)) {
-            continue; // the tree holds every queue's most at once: no one ever reclaims
-        }
         for (other_name, other) in view.cluster_queues() {
             if other_name == cq_name || other.cohort.is_none() || tree_root(view, other_name) != root {
                 continue;
@@ -203,6 +200,10 @@ fn reclaim(
             let borrows_while_preempting = other.borrow_within_cohort.lower_priority
                 && other.borrow_within_cohort.max_priority_threshold.is_none_or(|threshold| priority <= threshold)
                 && above.is_some();
+            let usable = |q: &str| super::admissibility::accepts_workloads(view, q);
+            if reclaimer_never_short(view, cq_name, other_name, borrows_while_preempting, flavor, resource, usable) {
+                continue; // the tree holds what it could need beside everyone's most: it never reclaims
+            }
             if lends_to_us || borrows_while_preempting {
                 return Some(Exposure::Reclaim {
                     reclaimer: other_name.to_string(),
