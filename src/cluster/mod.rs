@@ -46,6 +46,9 @@ pub trait ClusterView {
     /// Whether the ClusterQueue's namespaceSelector selects some namespace Kueue
     /// manages: where a user could put a LocalQueue pointing at it.
     fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool;
+    /// The most of `resource` in `flavor` the ClusterQueue could ever hold, in
+    /// milli-units (`quota::potential_available`, derived once per change).
+    fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64;
 }
 
 /// Counts of cached objects, for readiness and metrics.
@@ -81,7 +84,14 @@ pub struct ClusterState {
     /// Derived on first use after a change (per ClusterQueue, not per review):
     /// which ClusterQueues select a managed namespace.
     reachable: OnceLock<HashMap<String, bool>>,
+    /// Derived likewise: per ClusterQueue, flavor and resource it lists, the
+    /// most it could ever hold (`quota::potential_available`, a walk of its
+    /// whole cohort tree).
+    potentials: OnceLock<Potentials>,
 }
+
+/// ClusterQueue -> flavor -> resource -> milli-units.
+type Potentials = HashMap<String, HashMap<String, HashMap<String, i64>>>;
 
 impl Default for ClusterState {
     fn default() -> Self {
@@ -97,14 +107,21 @@ impl Default for ClusterState {
             priority_classes: BTreeMap::new(),
             kueue_config: KueueConfig::release_manifest(),
             reachable: OnceLock::new(),
+            potentials: OnceLock::new(),
         }
     }
 }
 
 impl ClusterState {
+    /// Every change drops what was derived from the state before it.
+    fn forget_derived(&mut self) {
+        self.reachable = OnceLock::new();
+        self.potentials = OnceLock::new();
+    }
+
     /// Adds or replaces one object.
     pub fn apply(&mut self, object: ClusterObject) {
-        self.reachable = OnceLock::new();
+        self.forget_derived();
         match object {
             ClusterObject::Namespace { name, info } => {
                 self.namespaces.insert(name, info);
@@ -148,7 +165,7 @@ impl ClusterState {
 
     /// Removes one object by kind, namespace (empty when cluster-scoped) and name.
     pub fn remove(&mut self, kind: &str, namespace: &str, name: &str) {
-        self.reachable = OnceLock::new();
+        self.forget_derived();
         match kind {
             "Namespace" => {
                 self.namespaces.remove(name);
@@ -186,7 +203,7 @@ impl ClusterState {
 
     /// Drops every object of one kind: a watch relist replaces them all.
     pub fn clear_kind(&mut self, kind: &str) {
-        self.reachable = OnceLock::new();
+        self.forget_derived();
         match kind {
             "Namespace" => self.namespaces.clear(),
             "LocalQueue" => self.local_queues.clear(),
@@ -203,7 +220,7 @@ impl ClusterState {
 
     /// Drops every Kueue object: used when the Kueue CRDs disappear.
     pub fn clear_kueue(&mut self) {
-        self.reachable = OnceLock::new();
+        self.forget_derived();
         self.kueue_installed = false;
         self.local_queues.clear();
         self.cluster_queues.clear();
@@ -307,5 +324,26 @@ impl ClusterView for ClusterState {
                 .collect()
         });
         reachable.get(cluster_queue).copied().unwrap_or(false)
+    }
+
+    fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
+        let potentials = self.potentials.get_or_init(|| {
+            let mut all = Potentials::new();
+            for (name, queue) in &self.cluster_queues {
+                let by_flavor = all.entry(name.clone()).or_default();
+                for group in &queue.resource_groups {
+                    for flavor in &group.flavors {
+                        let by_resource = by_flavor.entry(flavor.name.clone()).or_default();
+                        for resource in &group.covered_resources {
+                            let most = quota::potential_available(self, name, &flavor.name, resource);
+                            by_resource.insert(resource.clone(), most);
+                        }
+                    }
+                }
+            }
+            all
+        });
+        let known = potentials.get(cluster_queue).and_then(|f| f.get(flavor)).and_then(|r| r.get(resource));
+        known.copied().unwrap_or_else(|| quota::potential_available(self, cluster_queue, flavor, resource))
     }
 }

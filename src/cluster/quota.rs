@@ -186,13 +186,16 @@ pub fn reclaimer_never_short(
     let flat = members().all(|(_, queue)| queue.cohort.as_deref() == Some(root.as_str()));
     let pool = tree.subtree(Node::Cohort(&root), &mut HashSet::new());
     let mut drawn: i64 = 0;
-    for (name, _) in members() {
+    for (name, queue) in members() {
+        if queue.quota(flavor, resource).is_none() {
+            continue; // Kueue assigns a queue only the flavors it lists: it draws none of this one
+        }
         let node = Node::ClusterQueue(name);
         let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
         let most = if name == reclaimer && flat && !borrows_while_preempting {
             tree.quota(node).nominal
         } else if name == reclaimer || usable(name) {
-            tree.potential(node, &mut HashSet::new())
+            view.potential_available(name, flavor, resource)
         } else {
             continue;
         };
@@ -265,6 +268,20 @@ mod tests {
             "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: a}}\nspec: {{{CPU_4}}}]}}]}}]}}\n"
         ));
         assert!(!reclaimer_never_short(&alone, "a", "a", true, "f", "cpu", |_| true));
+    }
+
+    #[test]
+    fn the_state_derives_potentials_once_and_again_after_a_change() {
+        let mut view = state(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: a}}\nspec: {{cohortName: c, {CPU_4}}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: b}}\nspec: {{cohortName: c, {CPU_4}}}]}}]}}]}}\n"
+        ));
+        assert_eq!(view.potential_available("a", "f", "cpu"), potential_available(&view, "a", "f", "cpu"));
+        assert_eq!(view.potential_available("a", "f", "cpu"), 8000);
+        view.remove("ClusterQueue", "", "b");
+        assert_eq!(view.potential_available("a", "f", "cpu"), 4000, "b's quota left the cohort with b");
+        // Not listed by the queue: computed, not remembered.
+        assert_eq!(view.potential_available("a", "other", "cpu"), 0);
     }
 
     #[test]

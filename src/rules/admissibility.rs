@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use super::exposure::Usage;
 use super::{Absent, Denial, Reason, Subject, join};
 use crate::cluster::active::{inactive_reason, is_active_queue};
-use crate::cluster::quota::{nominal, potential_available};
+use crate::cluster::quota::nominal;
 use crate::cluster::{ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
 use crate::quantity;
 use crate::workload::PodSetRequests;
@@ -204,7 +204,7 @@ fn assign_flavors(
                 for (name, amount) in &group_requests {
                     let key = (flavor.name.clone(), name.to_string());
                     let wanted = used.get(&key).copied().unwrap_or(0).saturating_add(*amount);
-                    let most = potential_available(view, cq_name, &flavor.name, name);
+                    let most = view.potential_available(cq_name, &flavor.name, name);
                     if wanted > most {
                         fits = false;
                         shortfalls.push(format!(
@@ -223,7 +223,7 @@ fn assign_flavors(
                             group_requests
                                 .iter()
                                 .map(|(name, _)| {
-                                    let most = potential_available(view, cq_name, &flavor.name, name);
+                                    let most = view.potential_available(cq_name, &flavor.name, name);
                                     let before =
                                         used.get(&(flavor.name.clone(), name.to_string())).copied().unwrap_or(0);
                                     format!("{} {name}", quantity::format_milli(name, (most - before).max(0)))

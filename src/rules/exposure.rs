@@ -20,7 +20,7 @@ use std::fmt;
 
 use super::priority::{self, ClassKind, PriorityClassRef};
 use super::{Denial, Reason, Subject, join};
-use crate::cluster::quota::{branch_lends_to, nominal, potential_available, reclaimer_never_short, tree_root};
+use crate::cluster::quota::{branch_lends_to, nominal, reclaimer_never_short, tree_root};
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::workload::CHECKPOINTING_ANNOTATION;
 
@@ -173,7 +173,7 @@ fn reclaim(
     let above = outranking(view, priority);
     for (flavor, resource) in held {
         let ours = nominal(view, cq_name, flavor, resource);
-        let most = potential_available(view, cq_name, flavor, resource);
+        let most = view.potential_available(cq_name, flavor, resource);
         if most <= ours {
             continue; // cannot borrow this one: never over nominal in it
         }
