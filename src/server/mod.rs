@@ -89,6 +89,10 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     crate::telemetry::init_logging(args.log_format);
+    // Signal handlers first: a SIGTERM at any point after this starts the graceful shutdown.
+    let shutdown = Shutdown::new();
+    let on_signals =
+        shutdown.clone().on_signals(args.shutdown_delay).map_err(|e| Error::Listen(format!("process signals: {e}")))?;
     let config = Arc::new(Config::load(args.config.as_deref())?);
     let metrics = Arc::new(Metrics::new());
     let certificates = Arc::new(tls::CertStore::load(&args.tls_cert, &args.tls_key)?);
@@ -116,8 +120,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
         .map_err(|e| Error::Tls(format!("binding {}: {e}", args.admin_listen)))?;
     tracing::info!(listen = %args.listen, admin = %args.admin_listen, noop = args.noop, "eval-admission serving");
 
-    let shutdown = Shutdown::new();
-    tokio::spawn(shutdown.clone().on_signals(args.shutdown_delay));
+    tokio::spawn(on_signals);
     tokio::spawn(tls::watch(certificates, args.cert_reload_interval, metrics.clone()));
 
     let admin = admin::router(admin::AdminState {

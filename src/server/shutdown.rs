@@ -52,31 +52,32 @@ impl Shutdown {
         let _ = receiver.wait_for(|current| *current >= phase).await;
     }
 
-    /// Drives the phases from process signals.
-    pub async fn on_signals(self, delay: Duration) {
-        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(signal) => signal,
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
-                return;
-            }
-        };
-        tokio::select! {
-            _ = terminate.recv() => {},
-            _ = tokio::signal::ctrl_c() => {},
-        }
-        tracing::info!(delay_ms = delay.as_millis() as u64, "shutdown: not ready; serving on for the delay");
-        self.advance(Phase::Draining);
-        tokio::spawn(async move {
+    /// Drives the phases from process signals. The handlers are installed
+    /// here, before the caller binds its listeners: a SIGTERM that arrives
+    /// once the ports answer must start the graceful shutdown, not take the
+    /// default action and kill the process.
+    pub fn on_signals(self, delay: Duration) -> std::io::Result<impl std::future::Future<Output = ()>> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        Ok(async move {
             tokio::select! {
                 _ = terminate.recv() => {},
-                _ = tokio::signal::ctrl_c() => {},
+                _ = interrupt.recv() => {},
             }
-            tracing::warn!("second signal: exiting now");
-            std::process::exit(130);
-        });
-        tokio::time::sleep(delay).await;
-        tracing::info!("shutdown: closing the listener and finishing in-flight reviews");
-        self.advance(Phase::Stopping);
+            tracing::info!(delay_ms = delay.as_millis() as u64, "shutdown: not ready; serving on for the delay");
+            self.advance(Phase::Draining);
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = terminate.recv() => {},
+                    _ = interrupt.recv() => {},
+                }
+                tracing::warn!("second signal: exiting now");
+                std::process::exit(130);
+            });
+            tokio::time::sleep(delay).await;
+            tracing::info!("shutdown: closing the listener and finishing in-flight reviews");
+            self.advance(Phase::Stopping);
+        })
     }
 }
