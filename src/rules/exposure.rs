@@ -200,19 +200,20 @@ fn reclaim(
             let borrows_while_preempting = other.borrow_within_cohort.lower_priority
                 && other.borrow_within_cohort.max_priority_threshold.is_none_or(|threshold| priority <= threshold)
                 && above.is_some();
+            if !(lends_to_us || borrows_while_preempting) {
+                continue; // nothing of ours it could take back
+            }
             let usable = |q: &str| super::admissibility::accepts_workloads(view, q);
             if reclaimer_never_short(view, cq_name, other_name, borrows_while_preempting, flavor, resource, usable) {
                 continue; // the tree holds what it could need beside everyone's most: it never reclaims
             }
-            if lends_to_us || borrows_while_preempting {
-                return Some(Exposure::Reclaim {
-                    reclaimer: other_name.to_string(),
-                    policy: other.reclaim_within_cohort,
-                    by,
-                    flavor: flavor.to_string(),
-                    resource: resource.to_string(),
-                });
-            }
+            return Some(Exposure::Reclaim {
+                reclaimer: other_name.to_string(),
+                policy: other.reclaim_within_cohort,
+                by,
+                flavor: flavor.to_string(),
+                resource: resource.to_string(),
+            });
         }
     }
     None
