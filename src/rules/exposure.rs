@@ -129,7 +129,7 @@ pub fn exposure(view: &impl ClusterView, cq_name: &str, priority: i32, usage: &U
 
 /// A preemptor in the same ClusterQueue. It needs preemption only where the
 /// queue's own quota is (`fitsResourceQuota`: up to nominal), unless it may
-/// preempt while borrowing.
+/// preempt while borrowing (`canPreemptWhileBorrowing`).
 fn within_cluster_queue(
     view: &impl ClusterView,
     cq_name: &str,
@@ -143,7 +143,7 @@ fn within_cluster_queue(
         // An equal priority submitted earlier is always nameable: the workload's own.
         WithinClusterQueue::LowerOrNewerEqualPriority => None,
     };
-    let while_borrowing = queue.borrow_within_cohort.lower_priority && queue.cohort.is_some();
+    let while_borrowing = queue.cohort.is_some() && preempts_while_borrowing(view, queue);
     let (flavor, resource) =
         held.iter().find(|(flavor, resource)| nominal(view, cq_name, flavor, resource) > 0 || while_borrowing)?;
     Some(Exposure::WithinClusterQueue {
@@ -154,6 +154,13 @@ fn within_cluster_queue(
     })
 }
 
+/// `FlavorAssigner.canPreemptWhileBorrowing`: borrowWithinCohort allows it, or
+/// fair sharing is on and the queue reclaims at all.
+fn preempts_while_borrowing(view: &impl ClusterView, queue: &ClusterQueue) -> bool {
+    queue.borrow_within_cohort.lower_priority
+        || (view.kueue_config().fair_sharing_enabled() && queue.reclaim_within_cohort != ReclaimWithinCohort::Never)
+}
+
 /// Another ClusterQueue of the cohort tree reclaiming what this one borrows.
 /// This queue is a candidate only while over its nominal quota, so only where it
 /// can borrow at all; the reclaimer needs that flavor-resource, and either its
@@ -161,6 +168,15 @@ fn within_cluster_queue(
 /// fungible: once the tree is busy, what the reclaimer's side lent is what the
 /// borrower holds), or it may preempt while it borrows itself
 /// (borrowWithinCohort, below its threshold).
+///
+/// With fair sharing on, Kueue runs `fairPreemptions` instead: any queue of the
+/// tree that borrows the flavor-resource is a candidate, whatever borrowWithinCohort
+/// says, and the strategies compare dominant resource shares. A reclaimer with
+/// an empty queue asking for a sliver has a share below any borrowing queue's
+/// (`LessThanInitialShare`), and one within its nominal quota preempts
+/// outright (`FairSharingPreemptWithinNominal`, on by default), so every
+/// reclaimer that can get the flavor-resource at all counts. Fair-sharing
+/// weights are not read: assuming every share comparison passes errs careful.
 fn reclaim(
     view: &impl ClusterView,
     cq_name: &str,
@@ -171,6 +187,7 @@ fn reclaim(
     queue.cohort.as_ref()?;
     let root = tree_root(view, cq_name);
     let above = outranking(view, priority);
+    let fair_sharing = view.kueue_config().fair_sharing_enabled();
     for (flavor, resource) in held {
         let ours = nominal(view, cq_name, flavor, resource);
         let most = view.potential_available(cq_name, flavor, resource);
@@ -195,11 +212,15 @@ fn reclaim(
             if other.quota(flavor, resource).is_none() {
                 continue; // the reclaimer's queue has no quota in this flavor-resource
             }
+            let borrows_while_preempting = if fair_sharing {
+                view.potential_available(other_name, flavor, resource) > 0
+            } else {
+                other.borrow_within_cohort.lower_priority
+                    && other.borrow_within_cohort.max_priority_threshold.is_none_or(|threshold| priority <= threshold)
+                    && above.is_some()
+            };
             let lends_to_us = nominal(view, other_name, flavor, resource) > 0
                 && branch_lends_to(view, other_name, cq_name, flavor, resource);
-            let borrows_while_preempting = other.borrow_within_cohort.lower_priority
-                && other.borrow_within_cohort.max_priority_threshold.is_none_or(|threshold| priority <= threshold)
-                && above.is_some();
             if !(lends_to_us || borrows_while_preempting) {
                 continue; // nothing of ours it could take back
             }

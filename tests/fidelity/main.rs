@@ -365,7 +365,7 @@ fn replayed_cases() {
     let binary = oracle::build();
     let mut judge = Oracle::start(&binary);
     let config = Config::load(None).unwrap();
-    let (mut agree, mut still) = (0, 0);
+    let (mut agree, mut still) = (0, Vec::new());
     for case in &cases {
         let record: Value = serde_json::from_slice(&std::fs::read(case.join("case.json")).unwrap()).unwrap();
         let objects = state_file::documents(&std::fs::read(case.join("cluster.yaml")).unwrap()).unwrap();
@@ -398,14 +398,19 @@ fn replayed_cases() {
         }
         let now = categories(&eval, Some(&kueue));
         if now.contains(&recorded_category) {
-            still += 1;
+            still.push(name.to_string());
         } else {
             let disagreements: Vec<_> = now.iter().filter(|c| c.is_disagreement()).collect();
             assert!(disagreements.is_empty(), "{name}: now {disagreements:?}, recorded {recorded_category:?}");
             agree += 1;
         }
     }
-    println!("replayed {} cases: {agree} now agree with Kueue, {still} still disagree as recorded", cases.len());
+    println!(
+        "replayed {} cases: {agree} now agree with Kueue, {} still disagree as recorded: {}",
+        cases.len(),
+        still.len(),
+        still.join(", ")
+    );
 }
 
 /// The judge is not vacuous: on the shipped example state it finds what
