@@ -123,31 +123,93 @@ pub fn potential_available(view: &impl ClusterView, cluster_queue: &str, flavor:
     tree.potential(Node::ClusterQueue(cluster_queue), &mut HashSet::new())
 }
 
-/// Whether `reclaimer`'s side of the cohort tree lends `resource` in `flavor`
-/// into the pool `borrower` borrows from: the branch holding `reclaimer` just
-/// below the two queues' lowest common cohort lends a positive amount to it.
-/// Kueue's pool is fungible (`available` walks up the tree), so a reclaimer whose
-/// branch lends can always find that quota taken by a borrower once the tree is
-/// busy (`collectCandidatesForHierarchicalReclaim`).
-pub fn branch_lends_to(view: &impl ClusterView, reclaimer: &str, borrower: &str, flavor: &str, resource: &str) -> bool {
-    let tree = Tree { view, flavor, resource };
-    let path = |cq: &str| -> Vec<String> {
-        let mut path = vec![];
-        let mut seen = HashSet::new();
-        let mut current = view.cluster_queue(cq).and_then(|q| q.cohort.clone());
-        while let Some(cohort) = current {
-            if !seen.insert(cohort.clone()) {
-                break;
-            }
-            current = view.cohort(&cohort).and_then(|c| c.parent.clone());
-            path.push(cohort);
+/// The cohorts above a ClusterQueue, nearest first (a cycle stops the walk).
+fn cohort_path(view: &impl ClusterView, cluster_queue: &str) -> Vec<String> {
+    let mut path = vec![];
+    let mut seen = HashSet::new();
+    let mut current = view.cluster_queue(cluster_queue).and_then(|q| q.cohort.clone());
+    while let Some(cohort) = current {
+        if !seen.insert(cohort.clone()) {
+            break;
         }
-        path
-    };
-    let (ours, theirs) = (path(borrower), path(reclaimer));
-    let Some(common) = theirs.iter().position(|cohort| ours.contains(cohort)) else { return false };
-    let branch = if common == 0 { Node::ClusterQueue(reclaimer) } else { Node::Cohort(&theirs[common - 1]) };
-    tree.lent(branch, &mut HashSet::new()) > 0
+        current = view.cohort(&cohort).and_then(|c| c.parent.clone());
+        path.push(cohort);
+    }
+    path
+}
+
+/// Each queue's side of the tree below the two queues' lowest common cohort:
+/// the queue itself, then its cohorts up to (not including) that cohort.
+/// `None` when they share no cohort.
+fn sides<'a>(ours: &'a [String], theirs: &'a [String]) -> Option<(&'a [String], &'a [String])> {
+    let common = theirs.iter().position(|cohort| ours.contains(cohort))?;
+    let ours_below = ours.iter().position(|cohort| *cohort == theirs[common])?;
+    Some((&ours[..ours_below], &theirs[..common]))
+}
+
+/// Whether `reclaimer` can be short while it has Kueue's hierarchical
+/// advantage over what `borrower` holds, and then fit in what evicting it frees
+/// (`collectCandidatesForHierarchicalReclaim`: a request that fits the quota of
+/// the reclaimer or of a cohort on its side below the common cohort makes every
+/// candidate found above a `HiearchicalReclaim`, preemptible at any borrowing).
+/// Two ways: the reclaimer's own nominal quota flows into the common pool (its
+/// branch lends), so a borrower can be holding it; or some node on its side
+/// lends what it holds (so others can take it) and the reclaimer may borrow
+/// through every node up to the common cohort, where the borrower's share is freed.
+pub fn reclaimer_can_take_back(
+    view: &impl ClusterView,
+    reclaimer: &str,
+    borrower: &str,
+    flavor: &str,
+    resource: &str,
+) -> bool {
+    let tree = Tree { view, flavor, resource };
+    let (ours, theirs) = (cohort_path(view, borrower), cohort_path(view, reclaimer));
+    let Some((_, their_side)) = sides(&ours, &theirs) else { return false };
+    let nodes: Vec<Node<'_>> =
+        std::iter::once(Node::ClusterQueue(reclaimer)).chain(their_side.iter().map(|c| Node::Cohort(c))).collect();
+    let branch = *nodes.last().expect("the reclaimer itself is always there");
+    let lent = |node: Node<'_>| tree.lent(node, &mut HashSet::new());
+    if tree.quota(Node::ClusterQueue(reclaimer)).nominal > 0 && lent(branch) > 0 {
+        return true;
+    }
+    let borrows_through = nodes.iter().all(|node| tree.quota(*node).borrowing_limit != Some(0));
+    borrows_through && nodes.iter().any(|node| tree.subtree(*node, &mut HashSet::new()) > 0 && lent(*node) > 0)
+}
+
+/// Whether what `borrower` holds can be a reclaim candidate for `reclaimer`:
+/// Kueue looks for candidates only in subtrees over their quota and takes one
+/// only while its queue and every cohort up to the common one are over theirs
+/// (classical: `collectCandidatesInSubtree`, `candidateIsValid`; fair sharing:
+/// `TargetClusterQueueOrdering.nextTarget` prunes queues and cohorts that do
+/// not borrow). A node can be over its subtree quota only if it may borrow (its
+/// potential exceeds it) and the queues under it that can hold workloads
+/// (`usable`, and the borrower, which holds this one) can together hold more.
+pub fn borrower_side_can_be_over(
+    view: &impl ClusterView,
+    borrower: &str,
+    reclaimer: &str,
+    flavor: &str,
+    resource: &str,
+    usable: impl Fn(&str) -> bool,
+) -> bool {
+    let tree = Tree { view, flavor, resource };
+    let (ours, theirs) = (cohort_path(view, borrower), cohort_path(view, reclaimer));
+    let Some((our_side, _)) = sides(&ours, &theirs) else { return false };
+    if view.potential_available(borrower, flavor, resource) <= tree.quota(Node::ClusterQueue(borrower)).nominal {
+        return false;
+    }
+    our_side.iter().all(|cohort| {
+        let node = Node::Cohort(cohort);
+        let subtree = tree.subtree(node, &mut HashSet::new());
+        let members: i64 = view
+            .cluster_queues()
+            .filter(|(name, _)| *name == borrower || usable(name))
+            .filter(|(name, _)| cohort_path(view, name).contains(cohort))
+            .map(|(name, _)| view.potential_available(name, flavor, resource))
+            .fold(0, i64::saturating_add);
+        tree.potential(node, &mut HashSet::new()).min(members) > subtree
+    })
 }
 
 /// Whether `reclaimer` can never be short of `resource` in `flavor` in the
@@ -319,21 +381,82 @@ mod tests {
         assert_eq!(potential_available(&view, "b", "f", "cpu"), 8000, "a's quota is lent up to root");
     }
 
+    fn cluster_queue(name: &str, cohort: &str, limits: &str) -> String {
+        format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec: {{cohortName: {cohort}, {CPU_4}{limits}}}]}}]}}]}}\n---\n"
+        )
+    }
+
+    fn cohort(name: &str, spec: &str) -> String {
+        format!("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: {name}}}\nspec: {{{spec}}}\n---\n")
+    }
+
     #[test]
-    fn a_branch_lends_what_its_queues_do_not_keep() {
-        let view = state(&format!(
-            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: left}}\nspec: {{parentName: root}}\n---\n\
-             apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: right}}\nspec: {{parentName: root}}\n---\n\
-             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: borrower}}\nspec: {{cohortName: left, {CPU_4}}}]}}]}}]}}\n---\n\
-             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: keeper}}\nspec: {{cohortName: right, {CPU_4}, lendingLimit: 0}}]}}]}}]}}\n---\n\
-             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: lender}}\nspec: {{cohortName: right, {CPU_4}}}]}}]}}]}}\n"
+    fn a_reclaimer_takes_back_what_its_side_lends_or_what_it_can_borrow() {
+        let tree = cohort("left", "parentName: root")
+            + &cohort("right", "parentName: root")
+            + &cluster_queue("borrower", "left", "")
+            + &cluster_queue("keeper", "right", ", lendingLimit: 0")
+            + &cluster_queue("lender", "right", "");
+        let view = state(&tree);
+        // keeper keeps its own 4, but right lends lender's 4 into root, where borrower can hold it.
+        assert!(reclaimer_can_take_back(&view, "keeper", "borrower", "f", "cpu"));
+        // Within one cohort the side is the queue itself: keeper lends nothing; lender does.
+        assert!(!reclaimer_can_take_back(&view, "keeper", "lender", "f", "cpu"));
+        assert!(reclaimer_can_take_back(&view, "lender", "keeper", "f", "cpu"));
+        assert!(!reclaimer_can_take_back(&view, "keeper", "borrower", "other-flavor", "cpu"));
+
+        // A cohort that lends nothing upward: its sibling can take the
+        // reclaimer's quota, and the reclaimer then borrows from root, where
+        // the borrower holds what root has (Kueue v0.19.2, saved case s1-27489).
+        let closed = cohort("left", "parentName: root")
+            + &cohort("closed", &format!("parentName: root, {CPU_4}, lendingLimit: 0}}]}}]}}]"))
+            + &cluster_queue("borrower", "left", "")
+            + &cluster_queue("lender", "left", "")
+            + &cluster_queue("reclaimer", "closed", "")
+            + &cluster_queue("taker", "closed", "");
+        assert!(reclaimer_can_take_back(&state(&closed), "reclaimer", "borrower", "f", "cpu"));
+        let walled = closed.replace("name: reclaimer}\nspec: {cohortName: closed, resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4",
+            "name: reclaimer}\nspec: {cohortName: closed, resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4, borrowingLimit: 0");
+        assert_ne!(walled, closed);
+        assert!(
+            !reclaimer_can_take_back(&state(&walled), "reclaimer", "borrower", "f", "cpu"),
+            "it cannot borrow root's"
+        );
+    }
+
+    #[test]
+    fn a_borrower_is_a_candidate_only_if_its_side_can_be_over_its_quota() {
+        let tree = cohort("left", "parentName: root")
+            + &cohort("right", "parentName: root")
+            + &cluster_queue("borrower", "left", ", borrowingLimit: 2")
+            + &cluster_queue("idle", "left", "")
+            + &cluster_queue("reclaimer", "right", "");
+        let view = state(&tree);
+        // left holds 8; borrower alone can hold 6 of it: left never goes over (saved case s1-17139).
+        assert!(!borrower_side_can_be_over(&view, "borrower", "reclaimer", "f", "cpu", |_| false));
+        // If idle takes workloads too, together they can take reclaimer's 4 as well.
+        assert!(borrower_side_can_be_over(&view, "borrower", "reclaimer", "f", "cpu", |_| true));
+        // Within left the side is the borrower, which can borrow 2.
+        assert!(borrower_side_can_be_over(&view, "borrower", "idle", "f", "cpu", |_| false));
+
+        // A cohort that may not borrow is never over its quota.
+        let walled = |limits: &str| {
+            state(
+                &(cohort("left", &format!("parentName: root, {CPU_4}{limits}}}]}}]}}]"))
+                    + &cluster_queue("borrower", "left", "")
+                    + &cluster_queue("reclaimer", "root", "")),
+            )
+        };
+        assert!(!borrower_side_can_be_over(
+            &walled(", borrowingLimit: 0"),
+            "borrower",
+            "reclaimer",
+            "f",
+            "cpu",
+            |_| true
         ));
-        // keeper lends nothing itself, but its branch (right) lends lender's 4 into root.
-        assert!(branch_lends_to(&view, "keeper", "borrower", "f", "cpu"));
-        // Within the same cohort the branch is the queue itself.
-        assert!(!branch_lends_to(&view, "keeper", "lender", "f", "cpu"));
-        assert!(branch_lends_to(&view, "lender", "keeper", "f", "cpu"));
-        assert!(!branch_lends_to(&view, "keeper", "borrower", "other-flavor", "cpu"));
+        assert!(borrower_side_can_be_over(&walled(""), "borrower", "reclaimer", "f", "cpu", |_| true));
     }
 
     #[test]

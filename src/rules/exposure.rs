@@ -20,7 +20,9 @@ use std::fmt;
 
 use super::priority::{self, ClassKind, PriorityClassRef};
 use super::{Denial, Reason, Subject, join};
-use crate::cluster::quota::{branch_lends_to, nominal, reclaimer_never_short, tree_root};
+use crate::cluster::quota::{
+    borrower_side_can_be_over, nominal, reclaimer_can_take_back, reclaimer_never_short, tree_root,
+};
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::workload::CHECKPOINTING_ANNOTATION;
 
@@ -219,12 +221,14 @@ fn reclaim(
                     && other.borrow_within_cohort.max_priority_threshold.is_none_or(|threshold| priority <= threshold)
                     && above.is_some()
             };
-            let lends_to_us = nominal(view, other_name, flavor, resource) > 0
-                && branch_lends_to(view, other_name, cq_name, flavor, resource);
-            if !(lends_to_us || borrows_while_preempting) {
+            let usable = |q: &str| super::admissibility::accepts_workloads(view, q);
+            if !borrower_side_can_be_over(view, cq_name, other_name, flavor, resource, usable) {
+                continue; // evicting it would free nothing the reclaimer's side can reach
+            }
+            let takes_back = reclaimer_can_take_back(view, other_name, cq_name, flavor, resource);
+            if !(takes_back || borrows_while_preempting) {
                 continue; // nothing of ours it could take back
             }
-            let usable = |q: &str| super::admissibility::accepts_workloads(view, q);
             if reclaimer_never_short(view, cq_name, other_name, borrows_while_preempting, flavor, resource, usable) {
                 continue; // the tree holds what it could need beside everyone's most: it never reclaims
             }

@@ -120,6 +120,11 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 		}
 	}
 	runs = append(runs, run{ownQueueFilledEarlier, ""})
+	for _, t := range targets {
+		if t.clusterQueue != home {
+			runs = append(runs, run{allFilledEarlier, t.clusterQueue})
+		}
+	}
 
 	count := 0
 	for _, r := range runs {
@@ -330,18 +335,28 @@ const (
 	// over nominal when the evaluation's turn comes. Such a co-tenant is
 	// ordinary: submitted a moment before, or while the evaluation waited.
 	ownQueueFilledEarlier
+	// allFilledEarlier: the fillers of ownThenOthersFull (sized beside the
+	// evaluation, sparing the probed queue), all admitted before it at its
+	// priority, when no priority outranks it. A busy cohort that an
+	// evaluation squeezes into last: it is the newest at the top priority, so
+	// a reclaimer that may take any priority finds it first in line.
+	allFilledEarlier
 )
 
 func (l load) String() string {
 	return [...]string{"", ", its own queue filled", ", the other queues filled",
-		", its own queue then the other queues filled", ", its own queue filled earlier at its priority"}[l]
+		", its own queue then the other queues filled", ", its own queue filled earlier at its priority",
+		", every queue filled earlier at its priority"}[l]
 }
 
 // prepare builds a fresh Kueue with the evaluation admitted and the load beside it.
 // It reports whether the load added anything.
 func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []probeTarget, l load, spare string) (*kueueEnv, bool, error) {
-	if l == ownQueueFilledEarlier {
+	switch l {
+	case ownQueueFilledEarlier:
 		return prepareFilledEarlier(ctx, c, wl)
+	case allFilledEarlier:
+		return prepareAllEarlier(ctx, c, wl, targets, spare)
 	}
 	env, err := newEnv(ctx, c)
 	if err != nil {
@@ -359,37 +374,42 @@ func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []prob
 	}
 	home := string(admitted.Status.Admission.ClusterQueue)
 	usage := workload.NewInfo(admitted).FlavorResourceUsage()
-	fillOthers := func() (bool, error) {
-		added := false
-		for _, t := range targets {
-			if t.clusterQueue == home || t.clusterQueue == spare {
-				continue
-			}
-			more, err := fill(ctx, env, c, usage, t.clusterQueue, t.queue.Namespace, t.queue.Name, t.clusterQueue)
-			if err != nil {
-				return false, err
-			}
-			added = added || more
-		}
-		return added, nil
-	}
 	added := false
 	switch l {
 	case alone:
 	case ownQueueFull:
 		added, err = fill(ctx, env, c, usage, home, wl.Namespace, string(wl.Spec.QueueName), "own")
 	case othersFull:
-		added, err = fillOthers()
+		added, err = fillOthers(ctx, env, c, wl, targets, spare)
 	case ownThenOthersFull:
 		// Only the others' fill is new: with nothing added there it is ownQueueFull again.
-		// Nearest first: the evaluation's siblings, using their own quota,
-		// push its cohort over nominal before farther queues soak up the pool.
-		targets = nearestFirst(c, home, targets)
 		if _, err = fill(ctx, env, c, usage, home, wl.Namespace, string(wl.Spec.QueueName), "own"); err == nil {
-			added, err = fillOthers()
+			added, err = fillOthers(ctx, env, c, wl, nearestFirst(c, home, targets), spare)
 		}
 	}
 	return env, added, err
+}
+
+// fillOthers fills, in the order given, every target but the evaluation's
+// own ClusterQueue and spare (the probed queue, left unfilled). Nearest first
+// (nearestFirst): the evaluation's siblings, using their own quota, push its
+// cohort over nominal before farther queues soak up the pool.
+func fillOthers(ctx context.Context, env *kueueEnv, c *cluster, wl *kueue.Workload, targets []probeTarget, spare string) (bool, error) {
+	admitted := mustGet(env, wl)
+	home := string(admitted.Status.Admission.ClusterQueue)
+	usage := workload.NewInfo(admitted).FlavorResourceUsage()
+	added := false
+	for _, t := range targets {
+		if t.clusterQueue == home || t.clusterQueue == spare {
+			continue
+		}
+		more, err := fill(ctx, env, c, usage, t.clusterQueue, t.queue.Namespace, t.queue.Name, t.clusterQueue)
+		if err != nil {
+			return false, err
+		}
+		added = added || more
+	}
+	return added, nil
 }
 
 // nearestFirst orders targets by how low their lowest common cohort with home
@@ -500,6 +520,64 @@ func prepareFilledEarlier(ctx context.Context, c *cluster, wl *kueue.Workload) (
 	beside := mustGet(env, wl)
 	if !hasQuota(beside) || !equality.Semantic.DeepEqual(beside.Status.Admission, alone.Status.Admission) {
 		return nil, false, nil // the filler changed where the evaluation goes: another set-up
+	}
+	return env, true, nil
+}
+
+// prepareAllEarlier builds the allFilledEarlier load: ownThenOthersFull in a
+// first Kueue sizes the fillers beside the evaluation; a second Kueue admits
+// the same fillers first, then the evaluation into the room they leave. It
+// reports false (nothing to probe) when some priority outranks the
+// evaluation's, when the others' fill added nothing (ownQueueFilledEarlier
+// covers that), or when the evaluation no longer lands where it did.
+func prepareAllEarlier(ctx context.Context, c *cluster, wl *kueue.Workload, targets []probeTarget, spare string) (*kueueEnv, bool, error) {
+	evalPriority := priority.Priority(wl)
+	if availablePriorities(c)[0] != evalPriority {
+		return nil, false, nil
+	}
+	sizing, added, err := prepare(ctx, c, wl, targets, ownThenOthersFull, spare)
+	if err != nil || !added {
+		return nil, false, err
+	}
+	beside := mustGet(sizing, wl)
+	var list kueue.WorkloadList
+	if err := sizing.client.List(ctx, &list); err != nil {
+		return nil, false, err
+	}
+	env, err := newEnv(ctx, c)
+	if err != nil {
+		return nil, false, err
+	}
+	var fillers []*kueue.Workload
+	for _, f := range list.Items {
+		if !strings.HasPrefix(f.Name, "oracle-filler-") || !hasQuota(&f) {
+			continue
+		}
+		pod := f.Spec.PodSets[0].Template.Spec
+		earlier := probeWorkload(f.Name, f.Namespace, string(f.Spec.QueueName), evalPriority,
+			pod.Containers[0].Resources.Requests, pod.NodeSelector, submittedAt.Add(-time.Second))
+		if err := env.submit(earlier); err != nil {
+			return nil, false, err
+		}
+		fillers = append(fillers, earlier)
+	}
+	if err := env.cycles(cyclesPerRun); err != nil {
+		return nil, false, err
+	}
+	for _, f := range fillers {
+		if !hasQuota(mustGet(env, f)) {
+			return nil, false, nil // admitted in another order they no longer all fit: another set-up
+		}
+	}
+	if err := env.submit(wl.DeepCopy()); err != nil {
+		return nil, false, err
+	}
+	if err := env.cycles(cyclesPerRun); err != nil {
+		return nil, false, err
+	}
+	last := mustGet(env, wl)
+	if !hasQuota(last) || !equality.Semantic.DeepEqual(last.Status.Admission, beside.Status.Admission) {
+		return nil, false, nil
 	}
 	return env, true, nil
 }
