@@ -49,6 +49,9 @@ pub trait ClusterView {
     /// The most of `resource` in `flavor` the ClusterQueue could ever hold, in
     /// milli-units (`quota::potential_available`, derived once per change).
     fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64;
+    /// The top of the ClusterQueue's cohort tree; `None` outside any cohort
+    /// (`quota::tree_root`, derived once per change).
+    fn cohort_root(&self, cluster_queue: &str) -> Option<&str>;
 }
 
 /// Counts of cached objects, for readiness and metrics.
@@ -88,6 +91,8 @@ pub struct ClusterState {
     /// most it could ever hold (`quota::potential_available`, a walk of its
     /// whole cohort tree).
     potentials: OnceLock<Potentials>,
+    /// Derived likewise: each ClusterQueue in a cohort, the root of its tree.
+    roots: OnceLock<HashMap<String, String>>,
 }
 
 /// ClusterQueue -> flavor -> resource -> milli-units.
@@ -108,6 +113,7 @@ impl Default for ClusterState {
             kueue_config: KueueConfig::release_manifest(),
             reachable: OnceLock::new(),
             potentials: OnceLock::new(),
+            roots: OnceLock::new(),
         }
     }
 }
@@ -117,6 +123,7 @@ impl ClusterState {
     fn forget_derived(&mut self) {
         self.reachable = OnceLock::new();
         self.potentials = OnceLock::new();
+        self.roots = OnceLock::new();
     }
 
     /// Adds or replaces one object.
@@ -324,6 +331,13 @@ impl ClusterView for ClusterState {
                 .collect()
         });
         reachable.get(cluster_queue).copied().unwrap_or(false)
+    }
+
+    fn cohort_root(&self, cluster_queue: &str) -> Option<&str> {
+        let roots = self.roots.get_or_init(|| {
+            self.cluster_queues.keys().filter_map(|name| Some((name.clone(), quota::tree_root(self, name)?))).collect()
+        });
+        roots.get(cluster_queue).map(String::as_str)
     }
 
     fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {

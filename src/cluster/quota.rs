@@ -344,6 +344,11 @@ mod tests {
         assert_eq!(view.potential_available("a", "f", "cpu"), 4000, "b's quota left the cohort with b");
         // Not listed by the queue: computed, not remembered.
         assert_eq!(view.potential_available("a", "other", "cpu"), 0);
+        assert_eq!(view.cohort_root("a"), Some("c"));
+        let parent = serde_json::json!({"metadata": {"name": "c"}, "spec": {"parentName": "top"}});
+        view.apply(crate::cluster::objects::decode("kueue.x-k8s.io/v1beta2", "Cohort", parent).unwrap().unwrap());
+        assert_eq!(view.cohort_root("a"), Some("top"), "the root follows the new parent");
+        assert_eq!(view.cohort_root("missing"), None);
     }
 
     #[test]

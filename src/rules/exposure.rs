@@ -20,9 +20,7 @@ use std::fmt;
 
 use super::priority::{self, ClassKind, PriorityClassRef};
 use super::{Denial, Reason, Subject, join};
-use crate::cluster::quota::{
-    borrower_side_can_be_over, nominal, reclaimer_can_take_back, reclaimer_never_short, tree_root,
-};
+use crate::cluster::quota::{borrower_side_can_be_over, nominal, reclaimer_can_take_back, reclaimer_never_short};
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::workload::CHECKPOINTING_ANNOTATION;
 
@@ -187,7 +185,7 @@ fn reclaim(
     held: &[(&str, &str)],
 ) -> Option<Exposure> {
     queue.cohort.as_ref()?;
-    let root = tree_root(view, cq_name);
+    let root = view.cohort_root(cq_name);
     let above = outranking(view, priority);
     let fair_sharing = view.kueue_config().fair_sharing_enabled();
     for (flavor, resource) in held {
@@ -197,7 +195,7 @@ fn reclaim(
             continue; // cannot borrow this one: never over nominal in it
         }
         for (other_name, other) in view.cluster_queues() {
-            if other_name == cq_name || other.cohort.is_none() || tree_root(view, other_name) != root {
+            if other_name == cq_name || other.cohort.is_none() || view.cohort_root(other_name) != root {
                 continue;
             }
             if !super::admissibility::accepts_workloads(view, other_name) {
