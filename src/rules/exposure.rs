@@ -303,3 +303,53 @@ fn safe_classes(view: &impl ClusterView, subject: Subject<'_>, cluster_queue: &s
         .collect();
     (!choices.is_empty()).then(|| choices.join(" or "))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::fixtures::state_with;
+
+    const FAIR_SHARING: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\n\
+        data:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta2\n    kind: Configuration\n\
+        \x20   fairSharing:\n      preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n";
+
+    /// A queue with no cpu of its own, borrowing from a lender; it preempts within
+    /// itself and reclaims with `Any`, but may not borrow while preempting.
+    fn borrower_and_lender(reclaim: &str) -> String {
+        let queue = |name: &str, cpu: u32, preemption: &str| {
+            format!(
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec:\n  cohortName: c\n  \
+                 namespaceSelector: {{}}\n  preemption: {preemption}\n  resourceGroups: [{{coveredResources: [cpu], flavors: \
+                 [{{name: f, resources: [{{name: cpu, nominalQuota: {cpu}}}]}}]}}]\n---\n"
+            )
+        };
+        queue(
+            "borrower",
+            0,
+            &format!("{{withinClusterQueue: LowerOrNewerEqualPriority, reclaimWithinCohort: {reclaim}}}"),
+        ) + &queue("lender", 4, "{}")
+            + "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f}\n"
+    }
+
+    fn held() -> Usage {
+        Usage::from([(("f".to_string(), "cpu".to_string()), 1000)])
+    }
+
+    #[test]
+    fn with_fair_sharing_a_queue_that_reclaims_preempts_while_borrowing() {
+        // Classical: all it holds is borrowed, and borrowWithinCohort is unset, so
+        // a same-queue preemptor never preempts (fitsResourceQuota).
+        let classical = state_with(&[&borrower_and_lender("Any")]);
+        assert_eq!(exposure(&classical, "borrower", 0, &held()), None);
+        // Fair sharing: canPreemptWhileBorrowing (saved case s1-3995).
+        let fair = state_with(&[&borrower_and_lender("Any"), FAIR_SHARING]);
+        assert!(
+            matches!(exposure(&fair, "borrower", 0, &held()), Some(Exposure::WithinClusterQueue { .. })),
+            "{:?}",
+            exposure(&fair, "borrower", 0, &held())
+        );
+        // Unless it never reclaims.
+        let fair_never = state_with(&[&borrower_and_lender("Never"), FAIR_SHARING]);
+        assert_eq!(exposure(&fair_never, "borrower", 0, &held()), None);
+    }
+}
