@@ -53,6 +53,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/util/priority"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
@@ -123,6 +124,13 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 	for _, t := range targets {
 		if t.clusterQueue != home {
 			runs = append(runs, run{allFilledEarlier, t.clusterQueue})
+		}
+	}
+	if fairsharing.Enabled(c.config.FairSharing) {
+		for _, t := range targets {
+			if t.clusterQueue != home {
+				runs = append(runs, run{ownTopBorrower, t.clusterQueue})
+			}
 		}
 	}
 
@@ -341,12 +349,20 @@ const (
 	// evaluation squeezes into last: it is the newest at the top priority, so
 	// a reclaimer that may take any priority finds it first in line.
 	allFilledEarlier
+	// ownTopBorrower (fair sharing only): the other queues but the probed one
+	// first up to their nominal quota, then the evaluation's own queue full,
+	// then the others take what is left. Fair sharing takes candidates from the
+	// queue with the highest dominant resource share first
+	// (TargetClusterQueueOrdering.nextTarget); the greedy fills above make a
+	// sibling the top borrower, this one makes the evaluation's queue it.
+	ownTopBorrower
 )
 
 func (l load) String() string {
 	return [...]string{"", ", its own queue filled", ", the other queues filled",
 		", its own queue then the other queues filled", ", its own queue filled earlier at its priority",
-		", every queue filled earlier at its priority"}[l]
+		", every queue filled earlier at its priority",
+		", the other queues filled to nominal, then its own queue, then the other queues"}[l]
 }
 
 // prepare builds a fresh Kueue with the evaluation admitted and the load beside it.
@@ -380,11 +396,32 @@ func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []prob
 	case ownQueueFull:
 		added, err = fill(ctx, env, c, usage, home, wl.Namespace, string(wl.Spec.QueueName), "own")
 	case othersFull:
-		added, err = fillOthers(ctx, env, c, wl, targets, spare)
+		added, err = fillOthers(ctx, env, c, wl, usage, targets, spare)
 	case ownThenOthersFull:
 		// Only the others' fill is new: with nothing added there it is ownQueueFull again.
 		if _, err = fill(ctx, env, c, usage, home, wl.Namespace, string(wl.Spec.QueueName), "own"); err == nil {
-			added, err = fillOthers(ctx, env, c, wl, nearestFirst(c, home, targets), spare)
+			added, err = fillOthers(ctx, env, c, wl, usage, nearestFirst(c, home, targets), spare)
+		}
+	case ownTopBorrower:
+		ordered := nearestFirst(c, home, targets)
+		for _, t := range ordered {
+			if t.clusterQueue == home || t.clusterQueue == spare || err != nil {
+				continue
+			}
+			_, err = fillTo(ctx, env, c, usage, t.clusterQueue, t.queue.Namespace, t.queue.Name, t.clusterQueue+"-nominal", true)
+		}
+		if err == nil {
+			_, err = fill(ctx, env, c, usage, home, wl.Namespace, string(wl.Spec.QueueName), "own")
+		}
+		// The rest only where the evaluation's queue now borrows: a share is
+		// a queue's largest over its resources, so a sibling borrowing another
+		// resource as well would outrank it.
+		var borrowed resources.FlavorResourceQuantities
+		if err == nil {
+			borrowed, err = borrowedBy(ctx, env, home, usage)
+		}
+		if err == nil && len(borrowed) > 0 {
+			added, err = fillOthers(ctx, env, c, wl, borrowed, ordered, spare)
 		}
 	}
 	return env, added, err
@@ -394,10 +431,8 @@ func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []prob
 // own ClusterQueue and spare (the probed queue, left unfilled). Nearest first
 // (nearestFirst): the evaluation's siblings, using their own quota, push its
 // cohort over nominal before farther queues soak up the pool.
-func fillOthers(ctx context.Context, env *kueueEnv, c *cluster, wl *kueue.Workload, targets []probeTarget, spare string) (bool, error) {
-	admitted := mustGet(env, wl)
-	home := string(admitted.Status.Admission.ClusterQueue)
-	usage := workload.NewInfo(admitted).FlavorResourceUsage()
+func fillOthers(ctx context.Context, env *kueueEnv, c *cluster, wl *kueue.Workload, usage resources.FlavorResourceQuantities, targets []probeTarget, spare string) (bool, error) {
+	home := string(mustGet(env, wl).Status.Admission.ClusterQueue)
 	added := false
 	for _, t := range targets {
 		if t.clusterQueue == home || t.clusterQueue == spare {
@@ -410,6 +445,23 @@ func fillOthers(ctx context.Context, env *kueueEnv, c *cluster, wl *kueue.Worklo
 		added = added || more
 	}
 	return added, nil
+}
+
+// borrowedBy: the flavor-resources of usage in which ClusterQueue cq is over
+// its nominal quota now.
+func borrowedBy(ctx context.Context, env *kueueEnv, cq string, usage resources.FlavorResourceQuantities) (resources.FlavorResourceQuantities, error) {
+	snap, err := env.cache.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	queue := snap.ClusterQueue(kueue.ClusterQueueReference(cq))
+	borrowed := resources.FlavorResourceQuantities{}
+	for fr, v := range usage {
+		if queue != nil && queue.Borrowing(fr) {
+			borrowed[fr] = v
+		}
+	}
+	return borrowed, nil
 }
 
 // nearestFirst orders targets by how low their lowest common cohort with home
@@ -493,7 +545,7 @@ func prepareFilledEarlier(ctx context.Context, c *cluster, wl *kueue.Workload) (
 		return nil, false, errNotReadmitted
 	}
 	home := string(alone.Status.Admission.ClusterQueue)
-	byFlavor, err := fillAmounts(ctx, sizing, workload.NewInfo(alone).FlavorResourceUsage(), home)
+	byFlavor, err := fillAmounts(ctx, sizing, workload.NewInfo(alone).FlavorResourceUsage(), home, false)
 	if err != nil || len(byFlavor) == 0 {
 		return nil, false, err
 	}
@@ -586,7 +638,13 @@ func prepareAllEarlier(ctx context.Context, c *cluster, wl *kueue.Workload, targ
 // cq can still get of each flavor and resource the evaluation holds, and lets
 // Kueue admit them.
 func fill(ctx context.Context, env *kueueEnv, c *cluster, usage resources.FlavorResourceQuantities, cq, namespace, queue, tag string) (bool, error) {
-	byFlavor, err := fillAmounts(ctx, env, usage, cq)
+	return fillTo(ctx, env, c, usage, cq, namespace, queue, tag, false)
+}
+
+// fillTo is fill, taking no more than brings cq to its nominal quota when
+// toNominal is set.
+func fillTo(ctx context.Context, env *kueueEnv, c *cluster, usage resources.FlavorResourceQuantities, cq, namespace, queue, tag string, toNominal bool) (bool, error) {
+	byFlavor, err := fillAmounts(ctx, env, usage, cq, toNominal)
 	if err != nil {
 		return false, err
 	}
@@ -606,7 +664,7 @@ func fill(ctx context.Context, env *kueueEnv, c *cluster, usage resources.Flavor
 
 // fillAmounts: per flavor, what ClusterQueue cq can still get now of each
 // flavor and resource the evaluation holds (Kueue's own snapshot decides).
-func fillAmounts(ctx context.Context, env *kueueEnv, usage resources.FlavorResourceQuantities, cq string) (map[kueue.ResourceFlavorReference]corev1.ResourceList, error) {
+func fillAmounts(ctx context.Context, env *kueueEnv, usage resources.FlavorResourceQuantities, cq string, toNominal bool) (map[kueue.ResourceFlavorReference]corev1.ResourceList, error) {
 	snap, err := env.cache.Snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -620,7 +678,11 @@ func fillAmounts(ctx context.Context, env *kueueEnv, usage resources.FlavorResou
 		if target.RGByResource(fr.Resource) == nil {
 			continue // the queue does not cover it
 		}
-		if left := target.Available(fr).Int64(); left > 0 {
+		left := target.Available(fr).Int64()
+		if toNominal {
+			left = min(left, target.QuotaFor(fr).Nominal.Int64()-target.ResourceNode.Usage[fr].Int64())
+		}
+		if left > 0 {
 			if byFlavor[fr.Flavor] == nil {
 				byFlavor[fr.Flavor] = corev1.ResourceList{}
 			}
