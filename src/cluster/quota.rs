@@ -219,11 +219,14 @@ pub fn borrower_side_can_be_over(
 /// Kueue preempts only for a workload that does not fit (`Preemptor.GetTargets`
 /// runs after `fitsResourceQuota` fails). The pool is the root's subtree quota;
 /// a queue draws from it what its potential exceeds what it keeps for itself.
-/// In a flat tree a reclaimer that may not borrow while preempting
-/// (`borrows_while_preempting` false) reclaims only for a workload that fits its
-/// own nominal quota (`collectCandidatesForHierarchicalReclaim`: hierarchical
-/// advantage, else `ReclaimWithoutBorrowing`), so it needs no more than that;
-/// otherwise it may need its whole potential. Answered only where the pool is
+/// A reclaimer that may not borrow while preempting (`borrows_while_preempting`
+/// false) simulates preemption only while its usage would stay within its
+/// nominal quota or fit a cohort below the root (`fitsResourceQuota`:
+/// `mayReclaimInHierarchy` from `FindHeightOfLowestSubtreeThatFits`), so it
+/// needs at most the larger of its nominal quota and what it keeps plus the
+/// largest subtree quota of a cohort above it short of the root (in a flat
+/// tree, its nominal quota); otherwise it may need its whole potential.
+/// Answered only where the pool is
 /// one: a Cohort's own borrowingLimit or lendingLimit splits it, and then this
 /// says no (the caller stays careful).
 pub fn reclaimer_never_short(
@@ -245,7 +248,6 @@ pub fn reclaimer_never_short(
         }
     }
     let members = || view.cluster_queues().filter(|(_, queue)| in_tree(queue.cohort.as_deref()));
-    let flat = members().all(|(_, queue)| queue.cohort.as_deref() == Some(root.as_str()));
     let pool = tree.subtree(Node::Cohort(&root), &mut HashSet::new());
     let mut drawn: i64 = 0;
     for (name, queue) in members() {
@@ -254,8 +256,12 @@ pub fn reclaimer_never_short(
         }
         let node = Node::ClusterQueue(name);
         let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
-        let most = if name == reclaimer && flat && !borrows_while_preempting {
-            tree.quota(node).nominal
+        let most = if name == reclaimer && !borrows_while_preempting {
+            let path = cohort_path(view, name);
+            let below_root = path.iter().filter(|cohort| **cohort != root);
+            let largest = below_root.map(|c| tree.subtree(Node::Cohort(c), &mut HashSet::new())).max().unwrap_or(0);
+            let reach = tree.quota(node).nominal.max(keeps.saturating_add(largest));
+            reach.min(view.potential_available(name, flavor, resource))
         } else if name == reclaimer || usable(name) {
             view.potential_available(name, flavor, resource)
         } else {
@@ -320,6 +326,21 @@ mod tests {
         // tree it reclaims only within its own 4, and 6 + 4 fit.
         assert!(!reclaimer_never_short(&view, "a", "idle", true, "f", "cpu", |q| q == "a"));
         assert!(reclaimer_never_short(&view, "a", "idle", false, "f", "cpu", |q| q == "a"));
+        // Beneath a cohort short of the root, a reclaimer that may not borrow
+        // while preempting needs at most what it keeps plus that cohort's
+        // quota (saved case s1-33835). inner holds a's 4 and keeper's lent 2;
+        // the root adds two idle queues' 8: a pool of 14. keeper needs at most
+        // 2 + 6 and draws 6; a draws its potential, 4 + 2. 12 fit in 14.
+        let inner = |q: String| q.replace("cohortName: c", "cohortName: inner");
+        let nested = inner(queue("a", ", borrowingLimit: 2"))
+            + &inner(queue("keeper", ", lendingLimit: 2"))
+            + &queue("idle", "")
+            + &queue("idle-too", "")
+            + "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: inner}\nspec: {parentName: c}\n";
+        let view = state(&nested);
+        assert!(reclaimer_never_short(&view, "a", "keeper", false, "f", "cpu", |q| q == "a"));
+        // Borrowing while preempting, it may want its whole potential, 2 + 14.
+        assert!(!reclaimer_never_short(&view, "a", "keeper", true, "f", "cpu", |q| q == "a"));
         // A Cohort's own limit splits the pool: no answer.
         let limited = state(&format!(
             "{tree}apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: c}}\nspec: {{{CPU_4}, borrowingLimit: 0}}]}}]}}]}}\n"

@@ -408,20 +408,33 @@ func prepare(ctx context.Context, c *cluster, wl *kueue.Workload, targets []prob
 			if t.clusterQueue == home || t.clusterQueue == spare || err != nil {
 				continue
 			}
-			_, err = fillTo(ctx, env, c, usage, t.clusterQueue, t.queue.Namespace, t.queue.Name, t.clusterQueue+"-nominal", true)
+			_, err = fillTo(ctx, env, c, usage, t.clusterQueue, t.queue.Namespace, t.queue.Name, t.clusterQueue+"-nominal", map[resources.FlavorResource]int64{})
 		}
 		if err == nil {
 			_, err = fill(ctx, env, c, usage, home, wl.Namespace, string(wl.Spec.QueueName), "own")
 		}
-		// The rest only where the evaluation's queue now borrows: a share is
-		// a queue's largest over its resources, so a sibling borrowing another
-		// resource as well would outrank it.
-		var borrowed resources.FlavorResourceQuantities
+		// The rest only where the evaluation's queue now borrows, and each
+		// other queue borrowing less than it: a share is a queue's largest
+		// over its resources, so a sibling borrowing more, or another resource
+		// as well, would outrank it.
+		var borrowed map[resources.FlavorResource]int64
 		if err == nil {
 			borrowed, err = borrowedBy(ctx, env, home, usage)
 		}
 		if err == nil && len(borrowed) > 0 {
-			added, err = fillOthers(ctx, env, c, wl, borrowed, ordered, spare)
+			which := resources.FlavorResourceQuantities{}
+			below := map[resources.FlavorResource]int64{}
+			for fr, v := range borrowed {
+				which[fr], below[fr] = usage[fr], v-1
+			}
+			for _, t := range ordered {
+				if t.clusterQueue == home || t.clusterQueue == spare || err != nil {
+					continue
+				}
+				var more bool
+				more, err = fillTo(ctx, env, c, which, t.clusterQueue, t.queue.Namespace, t.queue.Name, t.clusterQueue, below)
+				added = added || more
+			}
 		}
 	}
 	return env, added, err
@@ -447,18 +460,18 @@ func fillOthers(ctx context.Context, env *kueueEnv, c *cluster, wl *kueue.Worklo
 	return added, nil
 }
 
-// borrowedBy: the flavor-resources of usage in which ClusterQueue cq is over
-// its nominal quota now.
-func borrowedBy(ctx context.Context, env *kueueEnv, cq string, usage resources.FlavorResourceQuantities) (resources.FlavorResourceQuantities, error) {
+// borrowedBy: for each flavor-resource of usage in which ClusterQueue cq is
+// over its nominal quota now, by how much.
+func borrowedBy(ctx context.Context, env *kueueEnv, cq string, usage resources.FlavorResourceQuantities) (map[resources.FlavorResource]int64, error) {
 	snap, err := env.cache.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	queue := snap.ClusterQueue(kueue.ClusterQueueReference(cq))
-	borrowed := resources.FlavorResourceQuantities{}
-	for fr, v := range usage {
+	borrowed := map[resources.FlavorResource]int64{}
+	for fr := range usage {
 		if queue != nil && queue.Borrowing(fr) {
-			borrowed[fr] = v
+			borrowed[fr] = queue.ResourceNode.Usage[fr].Int64() - queue.QuotaFor(fr).Nominal.Int64()
 		}
 	}
 	return borrowed, nil
@@ -545,7 +558,7 @@ func prepareFilledEarlier(ctx context.Context, c *cluster, wl *kueue.Workload) (
 		return nil, false, errNotReadmitted
 	}
 	home := string(alone.Status.Admission.ClusterQueue)
-	byFlavor, err := fillAmounts(ctx, sizing, workload.NewInfo(alone).FlavorResourceUsage(), home, false)
+	byFlavor, err := fillAmounts(ctx, sizing, workload.NewInfo(alone).FlavorResourceUsage(), home, nil)
 	if err != nil || len(byFlavor) == 0 {
 		return nil, false, err
 	}
@@ -638,13 +651,13 @@ func prepareAllEarlier(ctx context.Context, c *cluster, wl *kueue.Workload, targ
 // cq can still get of each flavor and resource the evaluation holds, and lets
 // Kueue admit them.
 func fill(ctx context.Context, env *kueueEnv, c *cluster, usage resources.FlavorResourceQuantities, cq, namespace, queue, tag string) (bool, error) {
-	return fillTo(ctx, env, c, usage, cq, namespace, queue, tag, false)
+	return fillTo(ctx, env, c, usage, cq, namespace, queue, tag, nil)
 }
 
-// fillTo is fill, taking no more than brings cq to its nominal quota when
-// toNominal is set.
-func fillTo(ctx context.Context, env *kueueEnv, c *cluster, usage resources.FlavorResourceQuantities, cq, namespace, queue, tag string, toNominal bool) (bool, error) {
-	byFlavor, err := fillAmounts(ctx, env, usage, cq, toNominal)
+// fillTo is fill, taking in each flavor-resource of beyond (when not nil) no
+// more than brings cq to its nominal quota plus that much (none if absent).
+func fillTo(ctx context.Context, env *kueueEnv, c *cluster, usage resources.FlavorResourceQuantities, cq, namespace, queue, tag string, beyond map[resources.FlavorResource]int64) (bool, error) {
+	byFlavor, err := fillAmounts(ctx, env, usage, cq, beyond)
 	if err != nil {
 		return false, err
 	}
@@ -664,7 +677,7 @@ func fillTo(ctx context.Context, env *kueueEnv, c *cluster, usage resources.Flav
 
 // fillAmounts: per flavor, what ClusterQueue cq can still get now of each
 // flavor and resource the evaluation holds (Kueue's own snapshot decides).
-func fillAmounts(ctx context.Context, env *kueueEnv, usage resources.FlavorResourceQuantities, cq string, toNominal bool) (map[kueue.ResourceFlavorReference]corev1.ResourceList, error) {
+func fillAmounts(ctx context.Context, env *kueueEnv, usage resources.FlavorResourceQuantities, cq string, beyond map[resources.FlavorResource]int64) (map[kueue.ResourceFlavorReference]corev1.ResourceList, error) {
 	snap, err := env.cache.Snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -679,8 +692,8 @@ func fillAmounts(ctx context.Context, env *kueueEnv, usage resources.FlavorResou
 			continue // the queue does not cover it
 		}
 		left := target.Available(fr).Int64()
-		if toNominal {
-			left = min(left, target.QuotaFor(fr).Nominal.Int64()-target.ResourceNode.Usage[fr].Int64())
+		if beyond != nil {
+			left = min(left, target.QuotaFor(fr).Nominal.Int64()+beyond[fr]-target.ResourceNode.Usage[fr].Int64())
 		}
 		if left > 0 {
 			if byFlavor[fr.Flavor] == nil {
