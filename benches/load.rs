@@ -144,6 +144,8 @@ fn main() {
     let job_create = fixtures::job_create();
     let cases: Vec<(&str, &str, Body, Vec<f64>)> = vec![
         ("job-create", "/mutate", job_create.clone(), rates.clone()),
+        // The API server's second call on the same create: where the model of Kueue runs.
+        ("job-create-validate", "/validate", fixtures::job_create_mutated(), vec![fixed_rate]),
         ("jobset-create", "/mutate", fixtures::jobset_create(), vec![fixed_rate]),
         ("job-update", "/validate", fixtures::job_update(), vec![fixed_rate]),
     ];

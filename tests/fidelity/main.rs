@@ -272,6 +272,8 @@ fn differential_fixed_seed() {
     let seed = env_u64("FIDELITY_SEED", 1);
     let jobs = env_u64("FIDELITY_JOBS", std::thread::available_parallelism().map_or(2, |p| p.get() as u64));
     let save = std::env::var_os("FIDELITY_SAVE").map(PathBuf::from);
+    // A long run that will be replayed after a fix wants every case: FIDELITY_SAVE_EACH=1000.
+    let save_each = env_u64("FIDELITY_SAVE_EACH", 3);
     let binary = oracle::build();
     let config = Config::load(None).unwrap();
 
@@ -304,7 +306,7 @@ fn differential_fixed_seed() {
                             if let Some(dir) = &save {
                                 let mut saved = saved.lock().unwrap();
                                 let count = saved.entry(why.clone()).or_default();
-                                if *count < 3 {
+                                if *count < save_each {
                                     *count += 1;
                                     save_case(dir, &scenario.id, category, &why, &scenario, &eval, kueue);
                                 }
