@@ -214,6 +214,26 @@ fn one_apply_of_a_namespace_its_local_queue_its_classes_and_a_job_succeeds() {
     );
     cluster.ok(&["apply", "-f", "-"], Some(&file));
     assert_eq!(cluster.get("job", &namespace, "right-away")["spec"]["suspend"], true);
+
+    // A ClusterQueue applied with its ResourceFlavor and a Job: the flavor may
+    // not be in the watch cache yet, so "inactive: names a missing flavor" is
+    // confirmed live before it is said. No cohort: nothing else's exposure moves.
+    let flavored = format!(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: {namespace}\n\
+         ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: {namespace}\nspec:\n  \
+         namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {namespace}}}}}\n  resourceGroups:\n  \
+         - coveredResources: [cpu, memory]\n    flavors: [{{name: {namespace}, resources: [{{name: cpu, nominalQuota: 8}}, \
+         {{name: memory, nominalQuota: 64Gi}}]}}]\n{}---\n{}",
+        local_queue(&namespace, "flavored-queue", &namespace),
+        evalhub_job(
+            &namespace,
+            "with-its-flavor",
+            &[("kueue.x-k8s.io/queue-name", "flavored-queue"), ("kueue.x-k8s.io/priority-class", &namespace)],
+            &[]
+        )
+    );
+    cluster.ok(&["apply", "-f", "-"], Some(&flavored));
+    assert_eq!(cluster.get("job", &namespace, "with-its-flavor")["spec"]["suspend"], true);
 }
 
 #[test]

@@ -41,6 +41,28 @@ pub fn is_active_queue(view: &impl ClusterView, queue: &ClusterQueue) -> bool {
         && checks_where(view, queue, Some(false)).next().is_none()
 }
 
+/// An object a ClusterQueue names that the view does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingObject<'a> {
+    ResourceFlavor(&'a str),
+    AdmissionCheck(&'a str),
+}
+
+/// A missing object the queue's inactivity rests on alone: the first missing ResourceFlavor or AdmissionCheck when nothing else
+/// (stopPolicy, an unparsable selector, an inactive check) keeps it inactive.
+/// The server looks it up live before denying, since a flavor applied with
+/// the Job may not have reached the watch cache yet.
+pub fn only_missing_object<'a>(view: &'a impl ClusterView, queue: &'a ClusterQueue) -> Option<MissingObject<'a>> {
+    let otherwise_inactive = matches!(queue.namespace_selector, NamespaceSelector::Invalid(_))
+        || queue.stop_policy != StopPolicy::None
+        || checks_where(view, queue, Some(false)).next().is_some();
+    if otherwise_inactive {
+        return None;
+    }
+    let flavor = missing_flavors(view, queue).next().map(MissingObject::ResourceFlavor);
+    flavor.or_else(|| checks_where(view, queue, None).next().map(MissingObject::AdmissionCheck))
+}
+
 /// The flavors the queue names that do not exist (repeats included).
 fn missing_flavors<'a>(view: &'a impl ClusterView, queue: &'a ClusterQueue) -> impl Iterator<Item = &'a str> {
     let flavors = queue.resource_groups.iter().flat_map(|g| &g.flavors).map(|f| f.name.as_str());

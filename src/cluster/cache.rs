@@ -92,6 +92,8 @@ impl ClusterCache {
             Absent::ClusterQueue(name) => ("ClusterQueue", name),
             Absent::WorkloadPriorityClass(name) => ("WorkloadPriorityClass", name),
             Absent::PriorityClass(name) => ("PriorityClass", name),
+            Absent::ResourceFlavor(name) => ("ResourceFlavor", name),
+            Absent::AdmissionCheck(name) => ("AdmissionCheck", name),
         };
         let what = || format!("confirming {kind} {name}");
         let found = if kind == "PriorityClass" {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use super::exposure::Usage;
 use super::{Absent, Denial, Reason, Subject, join};
-use crate::cluster::active::{inactive_reason, is_active_queue};
+use crate::cluster::active::{MissingObject, inactive_reason, is_active_queue, only_missing_object};
 use crate::cluster::quota::nominal;
 use crate::cluster::{ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
 use crate::quantity;
@@ -76,10 +76,17 @@ pub fn check(
         });
     };
     if let Some(why) = inactive_reason(view, cluster_queue) {
-        return Err(Inadmissible::new(
-            Reason::ClusterQueueInactive,
-            format!("LocalQueue '{local_queue}' feeds ClusterQueue '{cq_name}', which is inactive: it {why}"),
-        ));
+        let absent = only_missing_object(view, cluster_queue).map(|missing| match missing {
+            MissingObject::ResourceFlavor(name) => Absent::ResourceFlavor(name.to_string()),
+            MissingObject::AdmissionCheck(name) => Absent::AdmissionCheck(name.to_string()),
+        });
+        return Err(Inadmissible {
+            absent,
+            ..Inadmissible::new(
+                Reason::ClusterQueueInactive,
+                format!("LocalQueue '{local_queue}' feeds ClusterQueue '{cq_name}', which is inactive: it {why}"),
+            )
+        });
     }
     let empty = BTreeMap::new();
     let labels = view.namespace(namespace).map_or(&empty, |ns| &ns.labels);
@@ -291,7 +298,7 @@ pub fn denial(subject: Subject<'_>, inadmissible: Inadmissible, ways_out: &[Stri
 #[cfg(test)]
 mod tests {
     use crate::rules::fixtures::*;
-    use crate::rules::{Reason, check_queued};
+    use crate::rules::{Absent, Reason, check_queued};
 
     const CONFIG: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\n\
         data:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta2\n    kind: Configuration\n\
@@ -336,6 +343,20 @@ mod tests {
             [{coveredResources: [cpu, memory], flavors: [{name: no-such-flavor, resources: [{name: cpu, nominalQuota: 8}, {name: memory, nominalQuota: 64Gi}]}]}]\n";
         let queue = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q, namespace: team-a-namespace}\nspec: {clusterQueue: gone-flavor-cq}\n";
         assert_eq!(reason_in(&[cq, queue], "team-a-namespace", "q"), Err(Reason::ClusterQueueInactive));
+        // The flavor may be on its way (applied with the Job): the server confirms it live first.
+        assert_eq!(absent_in(&[cq, queue], "q"), Some(Absent::ResourceFlavor("no-such-flavor".into())));
+        // Held as well, the queue stays inactive whatever a lookup finds: nothing to confirm.
+        let held = cq.replace("spec:\n", "spec:\n  stopPolicy: Hold\n");
+        assert_eq!(reason_in(&[&held, queue], "team-a-namespace", "q"), Err(Reason::ClusterQueueInactive));
+        assert_eq!(absent_in(&[&held, queue], "q"), None);
+    }
+
+    fn absent_in(extra: &[&str], queue: &str) -> Option<Absent> {
+        let mut documents = vec![SEED_STATE];
+        documents.extend_from_slice(extra);
+        let state = state_with(&documents);
+        let job = evalhub_job("team-a-namespace", Some(queue));
+        check_queued(&state, job_subject(&job)).unwrap_err().absent
     }
 
     #[test]
@@ -352,5 +373,6 @@ mod tests {
             Err(Reason::ClusterQueueInactive),
             "missing check"
         );
+        assert_eq!(absent_in(&[cq, queue], "q"), Some(Absent::AdmissionCheck("prov".into())));
     }
 }

@@ -183,6 +183,8 @@ pub enum Absent {
     ClusterQueue(String),
     WorkloadPriorityClass(String),
     PriorityClass(String),
+    ResourceFlavor(String),
+    AdmissionCheck(String),
 }
 
 /// Who the rules are talking about in messages: `Job team-a/eval-1`.
