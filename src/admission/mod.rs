@@ -1,22 +1,20 @@
 //! Admission reviews in, AdmissionReview responses out.
 //!
 //! [`review`] is the one entry point the HTTPS server and the offline `review`
-//! command share: decode the body once, decide with [`mutate::mutate`] or
-//! [`validate::validate`] (pure functions of the request, config and cluster
-//! view), encode the response.
+//! command share: decode the body once, hand the workload to the policy entry
+//! point for the webhook and operation ([`rules::mutate_create`],
+//! [`rules::validate_create`], [`rules::validate_update`]), encode its verdict.
 
-pub mod mutate;
 pub mod patch;
 pub mod request;
 pub mod response;
-pub mod validate;
 
 use json_patch::Patch;
 
 use crate::cluster::ClusterView;
 use crate::config::Config;
 use crate::error::Error;
-use crate::rules::{Absent, Denial, Reason, Subject};
+use crate::rules::{self, Absent, Denial, Reason, Subject, Verdict};
 use crate::workload::{Workload, WorkloadKind};
 pub use request::{Operation, Request};
 
@@ -57,6 +55,17 @@ impl Decision {
 
     pub fn allow_with_warnings(reason: Reason, warnings: Vec<String>) -> Self {
         Self { warnings, ..Self::allow(reason) }
+    }
+
+    /// The policy's verdict on `workload`, its shape written as a minimal patch.
+    pub fn from_verdict(verdict: Verdict, workload: &Workload) -> Self {
+        match verdict {
+            Verdict::Skip(reason) => Self::allow(reason),
+            Verdict::Allow { reason, shape, warnings } => {
+                Self { patch: patch::diff(workload, &shape), ..Self::allow_with_warnings(reason, warnings) }
+            }
+            Verdict::Deny(denial) => Self::deny(denial),
+        }
     }
 
     pub fn deny(denial: Denial) -> Self {
@@ -117,17 +126,29 @@ pub fn review_noop(body: &[u8]) -> Result<(String, Vec<u8>), Error> {
     Ok((uid, body))
 }
 
-/// The decision for an already decoded request.
+/// The decision for an already decoded request: the mutating webhook shapes
+/// only CREATEs; the validating one checks CREATEs and guards UPDATEs.
 pub fn decide(
     webhook: Webhook,
     request: &Request,
     config: &Config,
     view: &impl ClusterView,
 ) -> Result<Decision, Error> {
-    match webhook {
-        Webhook::Mutate => mutate::mutate(config, view, request),
-        Webhook::Validate => validate::validate(config, view, request),
+    if webhook == Webhook::Mutate && request.operation != Operation::Create {
+        return Ok(Decision::allow(Reason::OperationNotReviewed));
     }
+    let target = match target(request)? {
+        Ok(target) => target,
+        Err(reason) => return Ok(Decision::allow(reason)),
+    };
+    let verdict = match (webhook, target.old) {
+        (Webhook::Mutate, _) => rules::mutate_create(config, view, target.subject),
+        (Webhook::Validate, None) => rules::validate_create(config, view, target.subject),
+        (Webhook::Validate, Some(old)) => {
+            rules::validate_update(config, view, target.subject, old, &request.user_info.username)
+        }
+    };
+    Ok(Decision::from_verdict(verdict, target.subject.workload))
 }
 
 /// Encodes a decision as the response to `request`.
@@ -154,14 +175,16 @@ pub fn outcome(request: Request, decision: Decision) -> Outcome {
     }
 }
 
-/// The workload a review is about, once it is known to be one the policy shapes.
-pub(crate) struct Target<'r> {
-    pub subject: Subject<'r>,
-    pub old: Option<&'r Workload>,
+/// The workload a review is about, and on UPDATE the one it replaces.
+struct Target<'r> {
+    subject: Subject<'r>,
+    old: Option<&'r Workload>,
 }
 
-/// Decides whether the policy applies; `Ok(Err(reason))` means "allow untouched".
-pub(crate) fn target<'r>(config: &Config, request: &'r Request) -> Result<Result<Target<'r>, Reason>, Error> {
+/// The workload in a request the webhooks review; `Ok(Err(reason))` means the
+/// request is not one (another kind, a subresource, another operation) and is
+/// allowed untouched. A request that lacks what its operation must carry is an error.
+fn target(request: &Request) -> Result<Result<Target<'_>, Reason>, Error> {
     let Some(kind) = request.workload_kind() else {
         return Ok(Err(Reason::NotAWorkload));
     };
@@ -180,18 +203,6 @@ pub(crate) fn target<'r>(config: &Config, request: &'r Request) -> Result<Result
     let old = request.old_object.as_ref();
     if request.operation == Operation::Update && old.is_none() {
         return Err(Error::BadReview(format!("UPDATE of {kind} without oldObject")));
-    }
-    if config.owned_by_managed_kind(workload) {
-        return Ok(Err(Reason::OwnedByKueueWorkload));
-    }
-    // On UPDATE the old labels count too: dropping the selecting label must not slip past the guards.
-    let selected = config.evaluation_selector(kind, workload).is_some()
-        || old.is_some_and(|old| config.evaluation_selector(kind, old).is_some());
-    if !selected {
-        return Ok(Err(Reason::NotAnEvaluation));
-    }
-    if workload.is_being_deleted() {
-        return Ok(Err(Reason::BeingDeleted));
     }
     Ok(Ok(Target { subject: Subject { kind, namespace, workload }, old }))
 }
@@ -219,3 +230,6 @@ pub fn review_for_manifest(kind: WorkloadKind, namespace: &str, object: &serde_j
         }
     })
 }
+
+#[cfg(test)]
+mod tests;

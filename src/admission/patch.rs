@@ -1,24 +1,19 @@
-//! JSON Patch (RFC 6902) from the difference between a workload and what the
-//! policy wants it to be: only what differs is written, so reviewing the patched
-//! object again yields an empty patch, which is then omitted.
+//! JSON Patch (RFC 6902) from the difference between a workload and the
+//! [`Shape`] the policy wants it in: only what differs is written, so reviewing
+//! the patched object again yields an empty patch, which is then omitted.
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, Patch, PatchOperation};
 use serde_json::{Map, Value};
 
-use crate::workload::Workload;
+use crate::rules::Shape;
+use crate::workload::{QUEUE_NAME_LABEL, Workload};
 
-/// What the policy wants set on a workload.
-#[derive(Debug, Clone, Default)]
-pub struct Desired<'a> {
-    pub labels: Vec<(&'a str, &'a str)>,
-    pub suspend: Option<bool>,
-}
-
-pub fn diff(original: &Workload, desired: &Desired<'_>) -> Patch {
+pub fn diff(original: &Workload, shape: &Shape) -> Patch {
     let mut operations = Vec::new();
+    let labels = shape.queue_label.as_deref().map(|queue| (QUEUE_NAME_LABEL, queue));
     let missing_labels: Vec<(&str, &str)> =
-        desired.labels.iter().copied().filter(|(key, value)| original.label(key) != Some(*value)).collect();
+        labels.into_iter().filter(|(key, value)| original.label(key) != Some(*value)).collect();
     if !missing_labels.is_empty() {
         if original.has_labels_map() {
             for (key, value) in missing_labels {
@@ -32,14 +27,11 @@ pub fn diff(original: &Workload, desired: &Desired<'_>) -> Patch {
             operations.push(add(PointerBuf::from_tokens(["metadata", "labels"]), Value::Object(labels)));
         }
     }
-    if let Some(suspend) = desired.suspend {
-        let current = original.spec.as_ref().and_then(|spec| spec.suspend);
-        if current != Some(suspend) {
-            if original.has_spec() {
-                operations.push(add(PointerBuf::from_tokens(["spec", "suspend"]), Value::Bool(suspend)));
-            } else {
-                operations.push(add(PointerBuf::from_tokens(["spec"]), serde_json::json!({ "suspend": suspend })));
-            }
+    if shape.suspended && !original.is_suspended() {
+        if original.has_spec() {
+            operations.push(add(PointerBuf::from_tokens(["spec", "suspend"]), Value::Bool(true)));
+        } else {
+            operations.push(add(PointerBuf::from_tokens(["spec"]), serde_json::json!({ "suspend": true })));
         }
     }
     Patch(operations)
@@ -59,6 +51,10 @@ mod tests {
         serde_json::from_value(value).unwrap()
     }
 
+    fn queued(queue: &str) -> Shape {
+        Shape { queue_label: Some(queue.into()), suspended: true }
+    }
+
     fn apply(mut object: Value, patch: &Patch) -> Value {
         json_patch::patch(&mut object, patch).unwrap();
         object
@@ -67,7 +63,7 @@ mod tests {
     #[test]
     fn adds_the_labels_map_when_missing_and_escapes_slashes() {
         let object = json!({"metadata": {"name": "j"}, "spec": {"template": {}}});
-        let desired = Desired { labels: vec![("kueue.x-k8s.io/queue-name", "q")], suspend: Some(true) };
+        let desired = queued("q");
         let patch = diff(&workload(object.clone()), &desired);
         assert_eq!(
             serde_json::to_value(&patch).unwrap(),
@@ -81,7 +77,7 @@ mod tests {
     #[test]
     fn adds_one_label_into_an_existing_map_and_flips_suspend() {
         let object = json!({"metadata": {"labels": {"app": "evalhub"}}, "spec": {"suspend": false}});
-        let desired = Desired { labels: vec![("kueue.x-k8s.io/queue-name", "q")], suspend: Some(true) };
+        let desired = queued("q");
         let patch = diff(&workload(object.clone()), &desired);
         assert_eq!(
             serde_json::to_value(&patch).unwrap(),
@@ -95,13 +91,30 @@ mod tests {
 
     #[test]
     fn adds_spec_when_there_is_none_and_nothing_when_already_there() {
-        let patch = diff(&workload(json!({"metadata": {}})), &Desired { labels: vec![], suspend: Some(true) });
+        let patch = diff(&workload(json!({"metadata": {}})), &Shape { queue_label: None, suspended: true });
         assert_eq!(
             serde_json::to_value(&patch).unwrap(),
             json!([{"op": "add", "path": "/spec", "value": {"suspend": true}}])
         );
         let done = json!({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"suspend": true}});
-        let desired = Desired { labels: vec![("kueue.x-k8s.io/queue-name", "q")], suspend: Some(true) };
+        let desired = queued("q");
         assert!(diff(&workload(done), &desired).0.is_empty());
+    }
+
+    #[test]
+    fn a_shape_is_met_exactly_when_its_patch_is_empty() {
+        let objects = [
+            json!({"metadata": {}}),
+            json!({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"suspend": false}}),
+            json!({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "other"}}, "spec": {"suspend": true}}),
+            json!({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"suspend": true}}),
+        ];
+        let shapes = [Shape::default(), queued("q"), Shape { queue_label: None, suspended: true }];
+        for object in &objects {
+            for shape in &shapes {
+                let workload = workload(object.clone());
+                assert_eq!(shape.is_met_by(&workload), diff(&workload, shape).0.is_empty(), "{object} {shape:?}");
+            }
+        }
     }
 }

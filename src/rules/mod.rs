@@ -1,5 +1,9 @@
-//! The policy: pure functions from a workload and a [`ClusterView`] to a decision.
-//! One file per rule family; nothing here does I/O.
+//! The policy: pure functions from a workload and a [`ClusterView`] to a
+//! [`Verdict`]. One file per predicate (queue, admissibility, exposure,
+//! priority, suspend, update guards); this file is the one place that says in
+//! what order they run, through the three entry points the webhooks call:
+//! [`mutate_create`], [`validate_create`] and [`validate_update`]. Nothing here
+//! does I/O, and `admission/` only decodes, calls one of them and encodes.
 //!
 //! [`ClusterView`]: crate::cluster::ClusterView
 
@@ -13,6 +17,8 @@ pub mod update;
 use std::fmt;
 
 use crate::cluster::ClusterView;
+use crate::config::Config;
+use crate::workload::{QUEUE_NAME_LABEL, Workload};
 
 /// Why a review ended as it did: the `reason` metric label, the audit annotation,
 /// and the log field. Stable strings: dashboards and alerts key on them.
@@ -198,6 +204,117 @@ pub struct Subject<'a> {
 impl fmt::Display for Subject<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.kind, self.workload.display_name(self.namespace))
+    }
+}
+
+/// What the policy decided about one review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The policy does not apply: allowed untouched.
+    Skip(Reason),
+    /// Allowed. `shape` is what the workload must carry (only the mutating
+    /// webhook shapes); `warnings` go back to whoever submitted it.
+    Allow { reason: Reason, shape: Shape, warnings: Vec<String> },
+    /// Refused, with a message the submitter can act on.
+    Deny(Denial),
+}
+
+impl Verdict {
+    fn checked(reason: Reason, checks: Result<Vec<String>, Denial>) -> Self {
+        match checks {
+            Ok(warnings) => Self::Allow { reason, shape: Shape::default(), warnings },
+            Err(denial) => Self::Deny(denial),
+        }
+    }
+}
+
+/// What the mutating webhook makes a workload carry. `admission/` writes only
+/// what differs, so the patch is minimal and a second review changes nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// The queue-name label to set (a label the workload already has is its own).
+    pub queue_label: Option<String>,
+    /// `spec.suspend: true`.
+    pub suspended: bool,
+}
+
+impl Shape {
+    /// Whether `workload` already carries everything this shape sets.
+    pub fn is_met_by(&self, workload: &Workload) -> bool {
+        self.queue_label.as_deref().is_none_or(|queue| workload.label(QUEUE_NAME_LABEL) == Some(queue))
+            && (!self.suspended || workload.is_suspended())
+    }
+}
+
+/// Whether the policy applies to a workload at all; `Err` is why not. On UPDATE
+/// the old object's labels count too, so dropping the selecting label does not
+/// slip past the guards.
+fn in_scope(config: &Config, subject: Subject<'_>, old: Option<&Workload>) -> Result<(), Reason> {
+    let workload = subject.workload;
+    if config.owned_by_managed_kind(workload) {
+        return Err(Reason::OwnedByKueueWorkload);
+    }
+    let selected = config.evaluation_selector(subject.kind, workload).is_some()
+        || old.is_some_and(|old| config.evaluation_selector(subject.kind, old).is_some());
+    if !selected {
+        return Err(Reason::NotAnEvaluation);
+    }
+    if workload.is_being_deleted() {
+        return Err(Reason::BeingDeleted);
+    }
+    Ok(())
+}
+
+/// The mutating webhook on CREATE: give an evaluation its queue (its label,
+/// else the namespace's default) and start it suspended, or warn that it
+/// bypasses Kueue.
+pub fn mutate_create(config: &Config, view: &impl ClusterView, subject: Subject<'_>) -> Verdict {
+    if let Err(reason) = in_scope(config, subject, None) {
+        return Verdict::Skip(reason);
+    }
+    let (queue_name, source) = match queue::resolve(view, subject) {
+        Ok(Some(resolved)) => resolved,
+        Ok(None) => {
+            return Verdict::Allow {
+                reason: Reason::BypassesKueue,
+                shape: Shape::default(),
+                warnings: vec![queue::bypass_warning(subject)],
+            };
+        }
+        Err(denial) => return Verdict::Deny(denial),
+    };
+    let suspended = suspend::must_start_suspended(Some(&queue_name));
+    let queue_label = (source != queue::QueueSource::Label).then_some(queue_name);
+    let shape = Shape { queue_label, suspended };
+    let reason = if shape.is_met_by(subject.workload) { Reason::AlreadyQueued } else { Reason::Queued };
+    Verdict::Allow { reason, shape, warnings: Vec::new() }
+}
+
+/// The validating webhook on CREATE: refuse an evaluation Kueue would never
+/// admit or could preempt ([`check_queued`]).
+pub fn validate_create(config: &Config, view: &impl ClusterView, subject: Subject<'_>) -> Verdict {
+    if let Err(reason) = in_scope(config, subject, None) {
+        return Verdict::Skip(reason);
+    }
+    Verdict::checked(Reason::Checked, check_queued(view, subject))
+}
+
+/// The validating webhook on UPDATE: the guards on the queue label and
+/// suspend, then a changed queue or priority checked like a new one.
+pub fn validate_update(
+    config: &Config,
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    old: &Workload,
+    username: &str,
+) -> Verdict {
+    if let Err(reason) = in_scope(config, subject, Some(old)) {
+        return Verdict::Skip(reason);
+    }
+    match update::check_update(config, view, subject, old, username) {
+        Ok((warnings, true)) => Verdict::checked(Reason::Checked, Ok(warnings)),
+        Ok((warnings, false)) => Verdict::checked(Reason::UpdateUnchanged, Ok(warnings)),
+        Err(denial) => Verdict::Deny(denial),
     }
 }
 

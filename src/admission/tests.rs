@@ -1,0 +1,265 @@
+//! The two webhooks through `decide` and `review`: what reaches the policy,
+//! and what goes back to the API server.
+
+use crate::admission::{Decision, Webhook, decide, request::decode};
+use crate::cluster::ClusterView;
+use crate::config::Config;
+use crate::rules::{self, Reason};
+
+fn mutate(config: &Config, view: &impl ClusterView, request: &crate::admission::Request) -> Decision {
+    decide(Webhook::Mutate, request, config, view).unwrap()
+}
+
+fn validate(config: &Config, view: &impl ClusterView, request: &crate::admission::Request) -> Decision {
+    decide(Webhook::Validate, request, config, view).unwrap()
+}
+
+mod mutating {
+    use super::*;
+    use crate::admission::review;
+    use crate::rules::fixtures::*;
+    use base64::Engine;
+    use serde_json::{Value, json};
+
+    fn create_review(object: &Value) -> Vec<u8> {
+        let kind = if object["kind"] == "JobSet" {
+            crate::workload::WorkloadKind::JobSet
+        } else {
+            crate::workload::WorkloadKind::Job
+        };
+        let namespace = object["metadata"]["namespace"].as_str().unwrap();
+        serde_json::to_vec(&crate::admission::review_for_manifest(kind, namespace, object)).unwrap()
+    }
+
+    fn response(body: &[u8]) -> Value {
+        serde_json::from_slice::<Value>(body).unwrap()["response"].clone()
+    }
+
+    fn decoded_patch(response: &Value) -> Value {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(response["patch"].as_str().unwrap()).unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[test]
+    fn an_evalhub_job_gets_the_namespace_default_and_suspend() {
+        let (config, state) = (Config::default(), seed_state());
+        let job = evalhub_job_value("team-a-namespace", &[], None);
+        let outcome = review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap();
+        let response = response(&outcome.body);
+        assert_eq!(response["allowed"], true);
+        assert_eq!(response["patchType"], "JSONPatch");
+        assert_eq!(response["uid"], "00000000-0000-0000-0000-000000000000");
+        assert_eq!(
+            decoded_patch(&response),
+            json!([{"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name", "value": "eval-queue"},
+                   {"op": "add", "path": "/spec/suspend", "value": true}])
+        );
+        assert_eq!(response["auditAnnotations"], json!({"decision": "patched", "reason": "queued"}));
+    }
+
+    #[test]
+    fn reviewing_the_mutated_object_again_gives_no_patch() {
+        let (config, state) = (Config::default(), seed_state());
+        let mut job = evalhub_job_value("team-a-namespace", &[], None);
+        let first = response(&review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
+        let patch: json_patch::Patch = serde_json::from_value(decoded_patch(&first)).unwrap();
+        json_patch::patch(&mut job, &patch).unwrap();
+        let second = response(&review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
+        assert_eq!(second["allowed"], true);
+        assert!(second.get("patch").is_none() && second.get("patchType").is_none(), "{second}");
+        assert_eq!(second["auditAnnotations"]["reason"], "already-queued");
+    }
+
+    #[test]
+    fn a_labelled_job_is_only_suspended_and_a_suspended_aiperf_jobset_is_untouched() {
+        let (config, state) = (Config::default(), seed_state());
+        let job = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "shared-queue")], None);
+        let response = response(&review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
+        assert_eq!(decoded_patch(&response), json!([{"op": "add", "path": "/spec/suspend", "value": true}]));
+
+        // AIPerf labels and suspends its JobSets itself when it resolved a queue.
+        let jobset =
+            aiperf_jobset_value("my-benchmarks", Some("aiperf-queue"), &[("controller", None), ("workers", None)]);
+        let decision = mutate(&config, &state, &decode(&create_review(&jobset)).unwrap());
+        assert_eq!(decision.reason, Reason::AlreadyQueued);
+        // Without a queue it gets the namespace default, like a Job.
+        let jobset = aiperf_jobset_value("my-benchmarks", None, &[("controller", None), ("workers", None)]);
+        let decision = mutate(&config, &state, &decode(&create_review(&jobset)).unwrap());
+        assert_eq!(decision.reason, Reason::Queued);
+        assert_eq!(serde_json::to_value(&decision.patch).unwrap()[0]["value"], "aiperf-queue");
+    }
+
+    #[test]
+    fn no_default_anywhere_means_a_bypass_warning_and_no_patch() {
+        let (config, state) = (Config::default(), seed_state());
+        let job = evalhub_job_value("plain", &[], None);
+        let response = response(&review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("patch").is_none());
+        assert_eq!(
+            response["warnings"][0],
+            "no kueue.x-k8s.io/queue-name label and namespace 'plain' has no default queue: this Job bypasses Kueue \
+             and runs without quota. Set the label, or annotate the namespace with kueue.x-k8s.io/default-queue-name."
+        );
+        assert!(response["warnings"][0].as_str().unwrap().len() <= 256, "the API server truncates longer warnings");
+    }
+
+    #[test]
+    fn the_default_local_queue_is_used_when_there_is_no_annotation() {
+        let (config, state) = (Config::default(), seed_state());
+        let job = evalhub_job_value("defaulted", &[], None);
+        let response = response(&review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
+        assert_eq!(decoded_patch(&response)[0]["value"], "default");
+    }
+
+    #[test]
+    fn non_evaluations_owned_jobs_and_updates_are_left_alone() {
+        let (config, state) = (Config::default(), seed_state());
+        let mut other = evalhub_job_value("team-a-namespace", &[], None);
+        other["metadata"]["labels"] = json!({"app": "web"});
+        let decision = mutate(&config, &state, &decode(&create_review(&other)).unwrap());
+        assert_eq!((decision.reason, decision.patch.0.len(), decision.warnings.len()), (Reason::NotAnEvaluation, 0, 0));
+
+        let mut owned = evalhub_job_value("team-a-namespace", &[], None);
+        owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "1", "controller": true}]);
+        let decision = mutate(&config, &state, &decode(&create_review(&owned)).unwrap());
+        assert_eq!(decision.reason, Reason::OwnedByKueueWorkload);
+
+        let all = Config::parse("selection: {allWorkloads: true}").unwrap();
+        let decision = mutate(&all, &state, &decode(&create_review(&other)).unwrap());
+        assert_eq!(decision.reason, Reason::Queued, "allWorkloads applies the policy to every Job");
+    }
+}
+
+mod validating {
+    use super::*;
+    use crate::admission::review_for_manifest;
+    use crate::rules::fixtures::*;
+    use crate::workload::WorkloadKind;
+    use serde_json::{Value, json};
+
+    fn validate_create(object: &Value) -> Decision {
+        let kind = if object["kind"] == "JobSet" { WorkloadKind::JobSet } else { WorkloadKind::Job };
+        let review = review_for_manifest(kind, object["metadata"]["namespace"].as_str().unwrap(), object);
+        validate(&Config::default(), &seed_state(), &decode(&serde_json::to_vec(&review).unwrap()).unwrap())
+    }
+
+    fn validate_update(old: &Value, new: &Value, username: &str) -> Decision {
+        let mut review = review_for_manifest(WorkloadKind::Job, "team-a-namespace", new);
+        review["request"]["operation"] = json!("UPDATE");
+        review["request"]["oldObject"] = old.clone();
+        review["request"]["userInfo"]["username"] = json!(username);
+        validate(&Config::default(), &seed_state(), &decode(&serde_json::to_vec(&review).unwrap()).unwrap())
+    }
+
+    #[test]
+    fn a_queued_evaluation_on_a_safe_queue_is_allowed() {
+        let decision = validate_create(&evalhub_job_value(
+            "team-a-namespace",
+            &[("kueue.x-k8s.io/queue-name", "eval-queue")],
+            None,
+        ));
+        assert!(decision.allowed);
+        assert_eq!(decision.reason, Reason::Checked);
+        // Kueue's default waitForPodsReady can still evict it: said, not refused.
+        assert_eq!(decision.warnings.len(), 1, "{:?}", decision.warnings);
+        assert!(decision.warnings[0].starts_with("Kueue's waitForPodsReady is on (timeout 30m0s)"));
+    }
+
+    #[test]
+    fn each_denial_on_create() {
+        let cases: [(Value, Reason); 4] = [
+            (
+                evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "eval-queu")], None),
+                Reason::MissingLocalQueue,
+            ),
+            (
+                evalhub_job_value(
+                    "team-a-namespace",
+                    &[("kueue.x-k8s.io/queue-name", "eval-queue"), ("kueue.x-k8s.io/priority-class", "urgent")],
+                    None,
+                ),
+                Reason::MissingWorkloadPriorityClass,
+            ),
+            (
+                evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "eval-queue")], Some("nope")),
+                Reason::MissingPriorityClass,
+            ),
+            (
+                evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "shared-queue")], None),
+                Reason::Preemptible,
+            ),
+        ];
+        for (object, reason) in cases {
+            let decision = validate_create(&object);
+            assert!(!decision.allowed, "{reason:?}");
+            assert_eq!(decision.reason, reason);
+        }
+    }
+
+    #[test]
+    fn denials_for_missing_objects_ask_the_server_to_confirm_them() {
+        use crate::rules::Absent;
+        let queue = [("kueue.x-k8s.io/queue-name", "new-queue")];
+        let class = [("kueue.x-k8s.io/queue-name", "eval-queue"), ("kueue.x-k8s.io/priority-class", "new-class")];
+        let eval_queue = [("kueue.x-k8s.io/queue-name", "eval-queue")];
+        let cases = [
+            (evalhub_job_value("team-a-namespace", &queue, None), Absent::LocalQueue("new-queue".into())),
+            (evalhub_job_value("team-a-namespace", &class, None), Absent::WorkloadPriorityClass("new-class".into())),
+            (
+                evalhub_job_value("team-a-namespace", &eval_queue, Some("new-pc")),
+                Absent::PriorityClass("new-pc".into()),
+            ),
+        ];
+        for (object, absent) in cases {
+            assert_eq!(validate_create(&object).unconfirmed, Some(absent));
+        }
+        let preemptible = [("kueue.x-k8s.io/queue-name", "shared-queue")];
+        let decision = validate_create(&evalhub_job_value("team-a-namespace", &preemptible, None));
+        assert_eq!((decision.allowed, decision.unconfirmed), (false, None), "nothing missing, nothing to confirm");
+    }
+
+    #[test]
+    fn the_namespace_default_is_named_when_it_is_the_cause() {
+        let state = state_with(&[
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ns\n  annotations: {kueue.x-k8s.io/default-queue-name: gone}\n",
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: localqueues.kueue.x-k8s.io}\n",
+        ]);
+        let job = evalhub_job("ns", Some("gone"));
+        let denial = rules::check_queued(&state, job_subject(&job)).unwrap_err();
+        assert!(
+            denial.message.contains("(namespace annotation kueue.x-k8s.io/default-queue-name)"),
+            "{}",
+            denial.message
+        );
+    }
+
+    #[test]
+    fn held_and_orphaned_queues_are_refused_with_a_queue_that_works() {
+        for (queue, reason) in
+            [("held-queue", Reason::LocalQueueStopped), ("orphan-queue", Reason::ClusterQueueMissing)]
+        {
+            let decision =
+                validate_create(&evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", queue)], None));
+            assert_eq!((decision.allowed, decision.reason), (false, reason), "{queue}");
+            let message = decision.message.unwrap();
+            assert!(message.ends_with("a LocalQueue that would admit it (eval-queue)."), "{message}");
+        }
+    }
+
+    #[test]
+    fn updates_go_through_the_guards() {
+        let mut old = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "eval-queue")], None);
+        old["spec"]["suspend"] = json!(true);
+        let mut new = old.clone();
+        new["spec"]["suspend"] = json!(false);
+        assert_eq!(validate_update(&old, &new, "alice").reason, Reason::UnsuspendNotAllowed);
+        assert!(validate_update(&old, &new, "system:serviceaccount:kueue-system:kueue-controller-manager").allowed);
+        // Dropping the selecting labels does not escape the guards.
+        new["metadata"]["labels"] = json!({"kueue.x-k8s.io/queue-name": "eval-queue"});
+        assert_eq!(validate_update(&old, &new, "alice").reason, Reason::UnsuspendNotAllowed);
+        // A deletion in progress is never blocked.
+        new["metadata"]["deletionTimestamp"] = json!("2026-12-02T10:00:00Z");
+        assert!(validate_update(&old, &new, "alice").allowed);
+    }
+}
