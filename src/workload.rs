@@ -695,6 +695,46 @@ impl Workload {
         }
     }
 
+    /// The workload with label `key` set to `value`, or removed with `None`: a
+    /// way out is checked on the workload as it would be after the change.
+    pub fn with_label(&self, key: &str, value: Option<&str>) -> Self {
+        let mut changed = self.clone();
+        let labels = changed.metadata.labels.get_or_insert_with(BTreeMap::new);
+        match value {
+            Some(value) => labels.insert(key.to_string(), value.to_string()),
+            None => labels.remove(key),
+        };
+        changed
+    }
+
+    /// The workload with the pod template `priorityClassName` at `location` (as
+    /// [`Self::pod_priority_classes`] names it) set to `class`, or cleared with `None`.
+    pub fn with_pod_priority_class(&self, location: &str, class: Option<&str>) -> Self {
+        let mut changed = self.clone();
+        let Some(spec) = changed.spec.as_mut() else { return changed };
+        let mut templates: Vec<(String, &mut PodTemplate)> = Vec::new();
+        if let Some(template) = spec.template.as_mut() {
+            templates.push(("spec.template".into(), template));
+        }
+        for (index, replicated) in spec.replicated_jobs.iter_mut().flatten().enumerate() {
+            let at = match &replicated.name {
+                Some(name) => format!("replicatedJobs[{name}]"),
+                None => format!("replicatedJobs[{index}]"),
+            };
+            let template =
+                replicated.template.as_mut().and_then(|job| job.spec.as_mut()).and_then(|s| s.template.as_mut());
+            if let Some(template) = template {
+                templates.push((at, template));
+            }
+        }
+        for (at, template) in templates {
+            if at == location {
+                template.spec.get_or_insert_with(PodSpec::default).priority_class_name = class.map(str::to_string);
+            }
+        }
+        changed
+    }
+
     /// `namespace/name` for messages; a generated name shows its prefix.
     pub fn display_name(&self, namespace: &str) -> String {
         match (&self.metadata.name, &self.metadata.generate_name) {
@@ -976,5 +1016,26 @@ mod tests {
             error(jobset(json!({"name": "w", "template": {"spec": {"completions": 1.5}}})), WorkloadKind::JobSet)
                 .starts_with("spec.replicatedJobs[0].template.spec.completions: 1.5")
         );
+    }
+
+    #[test]
+    fn a_pod_priority_class_is_changed_where_it_was_found() {
+        let jobset = workload(json!({"spec": {"replicatedJobs": [
+            {"name": "controller", "template": {"spec": {"template": {"spec": {}}}}},
+            {"name": "workers", "template": {"spec": {"template": {"spec": {"priorityClassName": "gone"}}}}}
+        ]}}));
+        let classes = |w: &Workload| -> Vec<(String, String)> {
+            w.pod_priority_classes().into_iter().map(|p| (p.location, p.class_name.to_string())).collect()
+        };
+        let changed = jobset.with_pod_priority_class("replicatedJobs[workers]", Some("gpu-batch"));
+        assert_eq!(classes(&changed), [("replicatedJobs[workers]".to_string(), "gpu-batch".to_string())]);
+        assert!(jobset.with_pod_priority_class("replicatedJobs[workers]", None).pod_priority_classes().is_empty());
+        let job = workload(json!({"spec": {"template": {"spec": {"priorityClassName": "gone"}}}}));
+        assert_eq!(
+            classes(&job.with_pod_priority_class("spec.template", Some("x"))),
+            [("spec.template".into(), "x".into())]
+        );
+        let relabelled = job.with_label("a", Some("b")).with_label("c", Some("d")).with_label("a", None);
+        assert_eq!((relabelled.label("a"), relabelled.label("c")), (None, Some("d")));
     }
 }

@@ -122,22 +122,51 @@ pub fn workload_priority(view: &impl ClusterView, subject: Subject<'_>) -> Resul
     })
 }
 
-pub fn missing_workload_priority_class(view: &impl ClusterView, subject: Subject<'_>, class: &str) -> Denial {
-    let existing: Vec<String> =
-        view.workload_priority_classes().map(|(name, value)| format!("{name} ({value})")).collect();
+fn missing_workload_priority_class(view: &impl ClusterView, subject: Subject<'_>, class: &str) -> Denial {
+    let workload = subject.workload;
+    let usable: Vec<String> = view
+        .workload_priority_classes()
+        .filter(|(name, _)| passes(view, subject, &workload.with_label(PRIORITY_CLASS_LABEL, Some(name))))
+        .map(|(name, value)| format!("{name} ({value})"))
+        .collect();
+    let without = passes(view, subject, &workload.with_label(PRIORITY_CLASS_LABEL, None));
     Denial::new(
         Reason::MissingWorkloadPriorityClass,
         format!(
             "{subject} names WorkloadPriorityClass '{class}' (label {PRIORITY_CLASS_LABEL}), which does not exist, \
              so Kueue would never create its Workload and it would stay suspended forever. {}",
-            if existing.is_empty() {
-                format!("There are no WorkloadPriorityClasses: remove the label {PRIORITY_CLASS_LABEL}.")
-            } else {
-                format!("WorkloadPriorityClasses: {}. Use one of them, or remove the label.", join(&existing))
-            }
+            ways_out(
+                "WorkloadPriorityClasses",
+                &usable,
+                &format!("set label {PRIORITY_CLASS_LABEL} to"),
+                without,
+                "the label"
+            )
         ),
     )
     .because_absent(Absent::WorkloadPriorityClass(class.to_string()))
+}
+
+/// Whether the workload, changed as a way out suggests, passes every check a
+/// new one does: a denial offers only such changes.
+fn passes(view: &impl ClusterView, subject: Subject<'_>, changed: &crate::workload::Workload) -> bool {
+    super::check_queued(view, Subject { workload: changed, ..subject }).is_ok()
+}
+
+/// The ways out of a missing class: the existing `classes` checked to let the
+/// workload through (set with `set_to`), and removing the field when that does too.
+fn ways_out(kind: &str, classes: &[String], set_to: &str, remove_works: bool, field: &str) -> String {
+    match (classes.is_empty(), remove_works) {
+        (false, true) => format!(
+            "{kind} that would let it through: {}. To fix: {set_to} one of them, or remove {field}.",
+            join(classes)
+        ),
+        (false, false) => {
+            format!("{kind} that would let it through: {}. To fix: {set_to} one of them.", join(classes))
+        }
+        (true, true) => format!("To fix: remove {field}."),
+        (true, false) => format!("No existing {kind} would let it through, and neither would removing {field}."),
+    }
 }
 
 /// Pods naming a PriorityClass that does not exist, other than the one Kueue
@@ -163,26 +192,25 @@ fn missing_priority_class(
     location: &str,
     reason: Reason,
 ) -> Denial {
-    let existing: Vec<String> = view
+    let workload = subject.workload;
+    let usable: Vec<String> = view
         .priority_classes()
         .filter(|(name, _)| !is_system_class(name))
+        .filter(|(name, _)| passes(view, subject, &workload.with_pod_priority_class(location, Some(name))))
         .map(|(name, class)| format!("{name} ({})", class.value))
         .collect();
+    let without = passes(view, subject, &workload.with_pod_priority_class(location, None));
     let consequence = if reason == Reason::MissingPriorityClass {
         "so Kueue would never create its Workload and it would stay suspended forever"
     } else {
         "so its pods would be refused by the API server while Kueue holds quota for it"
     };
-    let choices = if existing.is_empty() {
-        "There are no PriorityClasses: remove priorityClassName.".to_string()
-    } else {
-        format!("PriorityClasses: {}. Use one of them, or remove priorityClassName.", join(&existing))
-    };
     Denial::new(
         reason,
         format!(
             "{subject} names PriorityClass '{class}' in {location} (priorityClassName), which does not exist, \
-             {consequence}. {choices}"
+             {consequence}. {}",
+            ways_out("PriorityClasses", &usable, &format!("set priorityClassName in {location} to"), without, "it")
         ),
     )
     .because_absent(Absent::PriorityClass(class.to_string()))
@@ -257,5 +285,44 @@ mod tests {
         assert_eq!(denial.reason, Reason::MissingPriorityClass);
         assert!(denial.message.contains("PriorityClass 'missing-pc' in replicatedJobs[workers]"), "{}", denial.message);
         assert!(!denial.message.contains("system-"), "system classes are not offered: {}", denial.message);
+    }
+
+    #[test]
+    fn a_missing_class_offers_only_classes_that_let_the_workload_through() {
+        let state = seed_state();
+        let missing = |queue: &str| {
+            let job = workload(&job_yaml(
+                "team-a-namespace",
+                &[("kueue.x-k8s.io/queue-name", queue), ("kueue.x-k8s.io/priority-class", "urgent")],
+                None,
+            ));
+            workload_priority(&state, job_subject(&job)).unwrap_err().message
+        };
+        // eval-queue cannot preempt: every class, and no label, would do.
+        let safe = missing("eval-queue");
+        assert!(
+            safe.contains(
+                "that would let it through: aiperf-high (1000), experimental (100), production (1000), routine (500). \
+                 To fix: set label kueue.x-k8s.io/priority-class to one of them, or remove the label."
+            ),
+            "{safe}"
+        );
+        // shared-queue preempts LowerPriority and system-node-critical outranks every class: nothing works.
+        let exposed = missing("shared-queue");
+        assert!(
+            exposed.ends_with(
+                "No existing WorkloadPriorityClasses would let it through, and neither would removing the label."
+            ),
+            "{exposed}"
+        );
+        // Each class offered really passes; each left out really does not.
+        for (class, _) in state.workload_priority_classes() {
+            let job = workload(&job_yaml(
+                "team-a-namespace",
+                &[("kueue.x-k8s.io/queue-name", "shared-queue"), ("kueue.x-k8s.io/priority-class", class)],
+                None,
+            ));
+            assert!(crate::rules::check_queued(&state, job_subject(&job)).is_err(), "{class}");
+        }
     }
 }
