@@ -25,8 +25,9 @@ use crate::workload::PodSetRequests;
 pub struct Inadmissible {
     pub reason: Reason,
     pub cause: String,
-    /// A change to the workload itself that makes it admissible here.
-    pub fix: Option<String>,
+    /// A smaller request Kueue would fit here: the one change to the workload
+    /// itself an inadmissible one may be offered (once checked, see [`RequestAtMost`]).
+    pub fix: Option<RequestAtMost>,
     /// The missing object the cause rests on, confirmed live before denying.
     pub absent: Option<Absent>,
 }
@@ -34,6 +35,38 @@ pub struct Inadmissible {
 impl Inadmissible {
     fn new(reason: Reason, cause: String) -> Self {
         Self { reason, cause, fix: None, absent: None }
+    }
+}
+
+/// A pod set's requests cut to what its ClusterQueue could ever give it, in the
+/// resources of the group that did not fit. Offered only where the bound is
+/// exact (one pod set, one flavor in the group) and only after the workload
+/// with this request was checked to pass (`rules::check_queued`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestAtMost {
+    pub pod_set: String,
+    /// The most of each resource in total for the pod set, milli-units.
+    pub total: BTreeMap<String, i64>,
+}
+
+impl RequestAtMost {
+    /// `pod_sets` with this pod set's totals cut to the bound.
+    pub fn applied(&self, pod_sets: &[PodSetRequests]) -> Vec<PodSetRequests> {
+        let mut cut = pod_sets.to_vec();
+        for pod_set in cut.iter_mut().filter(|p| p.name == self.pod_set) {
+            for (resource, most) in &self.total {
+                if let Some(amount) = pod_set.total.get_mut(resource) {
+                    *amount = (*amount).min(*most);
+                }
+            }
+        }
+        cut
+    }
+
+    fn describe(&self) -> String {
+        let most: Vec<String> =
+            self.total.iter().map(|(r, most)| format!("{} {r}", quantity::format_milli(r, *most))).collect();
+        format!("request at most {} in total for pod set '{}'", join(&most), self.pod_set)
     }
 }
 
@@ -203,7 +236,7 @@ fn assign_flavors(
             let mut shortfalls = Vec::new();
             // The most each resource could get in the group's best flavor: asking
             // no more fits there (this pod set alone, as Kueue would assign it).
-            let mut fits_in: Option<Vec<String>> = None;
+            let mut fits_in: Option<BTreeMap<String, i64>> = None;
             let mut chosen: Option<(&str, bool)> = None;
             for flavor in &group.flavors {
                 let mut fits = true;
@@ -233,7 +266,7 @@ fn assign_flavors(
                                     let most = view.potential_available(cq_name, &flavor.name, name);
                                     let before =
                                         used.get(&(flavor.name.clone(), name.to_string())).copied().unwrap_or(0);
-                                    format!("{} {name}", quantity::format_milli(name, (most - before).max(0)))
+                                    (name.to_string(), (most - before).max(0))
                                 })
                                 .collect(),
                         );
@@ -255,7 +288,7 @@ fn assign_flavors(
             let Some((flavor, _)) = chosen else {
                 let fix = fits_in
                     .filter(|_| pod_sets.len() == 1)
-                    .map(|most| format!("request at most {} in total for pod set '{}'", join(&most), pod_set.name));
+                    .map(|total| RequestAtMost { pod_set: pod_set.name.clone(), total });
                 return Err(Inadmissible {
                     fix,
                     ..Inadmissible::new(
@@ -282,7 +315,8 @@ fn assign_flavors(
 /// The message for an inadmissible workload: the object, the cause, and the
 /// ways out that were checked to work.
 pub fn denial(subject: Subject<'_>, inadmissible: Inadmissible, ways_out: &[String]) -> Denial {
-    let ways_out: Vec<String> = inadmissible.fix.iter().cloned().chain(ways_out.iter().cloned()).collect();
+    let ways_out: Vec<String> =
+        inadmissible.fix.iter().map(RequestAtMost::describe).chain(ways_out.iter().cloned()).collect();
     let absent = inadmissible.absent;
     let fix = if ways_out.is_empty() { String::new() } else { format!(" To fix: {}.", ways_out.join("; or ")) };
     let denial = Denial::new(
@@ -374,5 +408,43 @@ mod tests {
             "missing check"
         );
         assert_eq!(absent_in(&[cq, queue], "q"), Some(Absent::AdmissionCheck("prov".into())));
+    }
+
+    /// A queue of cpu 1 beside a lender of cpu 500m in cohort `pool`, the lender reclaiming with `reclaim`.
+    fn small_beside_lender(reclaim: &str) -> Vec<String> {
+        let queue = |name: &str, cpu: &str, preemption: &str| {
+            format!(
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec:\n  cohortName: pool\n  \
+                 namespaceSelector: {{}}\n  preemption: {{reclaimWithinCohort: {preemption}}}\n  resourceGroups: [{{coveredResources: [cpu, memory], \
+                 flavors: [{{name: default-flavor, resources: [{{name: cpu, nominalQuota: {cpu}}}, {{name: memory, nominalQuota: 64Gi}}]}}]}}]\n"
+            )
+        };
+        vec![
+            queue("small-cq", "1", "Never"),
+            queue("lender-cq", "500m", reclaim),
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: small, namespace: team-a-namespace}\nspec: {clusterQueue: small-cq}\n".into(),
+        ]
+    }
+
+    #[test]
+    fn a_smaller_request_is_offered_only_when_it_would_also_be_safe() {
+        let message = |reclaim: &str| {
+            let documents = small_beside_lender(reclaim);
+            let mut all = vec![SEED_STATE];
+            all.extend(documents.iter().map(String::as_str));
+            let state = state_with(&all);
+            let job = evalhub_job("team-a-namespace", Some("small"));
+            let denial = check_queued(&state, job_subject(&job)).unwrap_err();
+            assert_eq!(denial.reason, Reason::ExceedsQuota, "{}", denial.message);
+            denial.message
+        };
+        // 2 cpu wanted, 1500m at most: the cut request borrows 500m, which nobody reclaims.
+        let safe = message("Never");
+        assert!(
+            safe.contains("To fix: request at most 1500m cpu, 128Gi memory in total for pod set 'main'; or"),
+            "{safe}"
+        );
+        let exposed = message("Any");
+        assert!(!exposed.contains("request at most"), "{exposed}");
     }
 }

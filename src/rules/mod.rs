@@ -348,7 +348,12 @@ pub fn check_queued(view: &impl ClusterView, subject: Subject<'_>) -> Result<Vec
     let usage = match queue_name {
         Some(name) => match admissibility::check(view, subject, name, &pod_sets) {
             Ok(usage) => Some((name, usage)),
-            Err(inadmissible) => {
+            Err(mut inadmissible) => {
+                if let Some(fix) = &inadmissible.fix
+                    && !smaller_request_passes(view, subject, name, &priority, &fix.applied(&pod_sets))
+                {
+                    inadmissible.fix = None;
+                }
                 return Err(admissibility::denial(subject, inadmissible, &queue::use_instead(&working(name))));
             }
         },
@@ -362,6 +367,22 @@ pub fn check_queued(view: &impl ClusterView, subject: Subject<'_>) -> Result<Vec
     }
     let Some(queue_name) = queue_name else { return Ok(Vec::new()) };
     Ok(evictions_warnings(view, subject, queue_name))
+}
+
+/// Whether the workload with smaller requests (`pod_sets`) would be admitted
+/// through `local_queue` and, unless it checkpoints, not preempted there: an
+/// exceeds-quota denial offers the smaller request only then.
+fn smaller_request_passes(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    local_queue: &str,
+    priority: &priority::Priority,
+    pod_sets: &[crate::workload::PodSetRequests],
+) -> bool {
+    let Ok(usage) = admissibility::check(view, subject, local_queue, pod_sets) else { return false };
+    let cluster_queue = view.local_queue(subject.namespace, local_queue).map(|q| q.cluster_queue.as_str());
+    subject.workload.is_checkpointing()
+        || cluster_queue.is_some_and(|cq| exposure::exposure(view, cq, priority.value, &usage).is_none())
 }
 
 /// Evictions no admission webhook can prevent, said when they would restart a
