@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build the differential judge (tests/kueue/oracle: Kueue v0.19.2's scheduler
-# in-process) into $EVAL_ADMISSION_CACHE/kueue-<version>/bin/oracle. One file,
+# in-process) into $EVAL_ADMISSION_CACHE/kueue-<version>/oracle-bin/oracle (not
+# bin/, which hack/build-kueue.sh replaces whole: a judge running meanwhile
+# would lose the files it reads beside itself). One file,
 # tests/kueue/oracle/_kueue-scheduler/scheduler_oracle_export.go, is added to Kueue's
 # pkg/scheduler (it exports one scheduling cycle); Kueue's own files are
 # untouched. Rebuilt when go.mod, go.sum or the oracle's sources change.
@@ -11,7 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 KUEUE_MOD_DIR=$REPO_ROOT/tests/kueue
 ORACLE_DIR=$EVAL_ADMISSION_CACHE/kueue-$KUEUE_VERSION
-ORACLE_BIN=$ORACLE_DIR/bin/oracle
+ORACLE_BIN=$ORACLE_DIR/oracle-bin/oracle
 
 build_stamp() {
 	cat "${BASH_SOURCE[0]}" "$KUEUE_MOD_DIR/go.mod" "$KUEUE_MOD_DIR/go.sum" "$KUEUE_MOD_DIR"/oracle/*.go "$KUEUE_MOD_DIR"/oracle/_kueue-scheduler/*.go |
@@ -45,7 +47,7 @@ kueue_src=$(env -C "$KUEUE_MOD_DIR" GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' si
 # The committed go.mod/go.sum are not changed.
 src_copy=$ORACLE_DIR/src
 rm -rf "$src_copy"
-mkdir -p "$ORACLE_DIR/bin"
+mkdir -p "$ORACLE_DIR/oracle-bin"
 cp -r "$kueue_src" "$src_copy"
 chmod -R u+w "$src_copy"
 cp "$KUEUE_MOD_DIR/oracle/_kueue-scheduler/scheduler_oracle_export.go" "$src_copy/pkg/scheduler/"
@@ -59,10 +61,10 @@ mv "$ORACLE_BIN.tmp" "$ORACLE_BIN"
 # Beside the binary, what it reads at run time: the release's Kueue
 # Configuration (assumed without a kueue-manager-config) and the CRDs whose
 # schema defaults the API server would apply to each object.
-cp "$src_copy/config/components/manager/controller_manager_config.yaml" "$ORACLE_DIR/bin/oracle-default-config.yaml"
+cp "$src_copy/config/components/manager/controller_manager_config.yaml" "$ORACLE_DIR/oracle-bin/oracle-default-config.yaml"
 jobset_src=$(env -C "$KUEUE_MOD_DIR" GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)
-rm -rf "$ORACLE_DIR/bin/oracle-crds" && mkdir -p "$ORACLE_DIR/bin/oracle-crds"
-cp "$src_copy"/config/components/crd/bases/*.yaml "$jobset_src"/config/components/crd/bases/*.yaml "$ORACLE_DIR/bin/oracle-crds/"
+rm -rf "$ORACLE_DIR/oracle-bin/oracle-crds" && mkdir -p "$ORACLE_DIR/oracle-bin/oracle-crds"
+cp "$src_copy"/config/components/crd/bases/*.yaml "$jobset_src"/config/components/crd/bases/*.yaml "$ORACLE_DIR/oracle-bin/oracle-crds/"
 build_stamp >"$ORACLE_BIN.stamp"
 log "built in $((SECONDS - start))s: $ORACLE_BIN"
 echo "$ORACLE_BIN"

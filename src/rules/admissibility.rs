@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use super::exposure::Usage;
-use super::{Absent, Denial, Reason, Subject, join};
+use super::{Absent, Denial, Reason, Subject, WayOut, join};
 use crate::cluster::active::{MissingObject, inactive_reason, is_active_queue, only_missing_object};
 use crate::cluster::quota::nominal;
 use crate::cluster::{ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
@@ -313,17 +313,20 @@ fn assign_flavors(
 }
 
 /// The message for an inadmissible workload: the object, the cause, and the
-/// ways out that were checked to work.
-pub fn denial(subject: Subject<'_>, inadmissible: Inadmissible, ways_out: &[String]) -> Denial {
-    let ways_out: Vec<String> =
-        inadmissible.fix.iter().map(RequestAtMost::describe).chain(ways_out.iter().cloned()).collect();
-    let absent = inadmissible.absent;
-    let fix = if ways_out.is_empty() { String::new() } else { format!(" To fix: {}.", ways_out.join("; or ")) };
+/// ways out that were checked to work (its own smaller request, and the
+/// namespace's `working` queues).
+pub fn denial(subject: Subject<'_>, inadmissible: Inadmissible, working: &[&str]) -> Denial {
+    let mut messages: Vec<String> = inadmissible.fix.iter().map(RequestAtMost::describe).collect();
+    messages.extend(super::queue::use_instead(working));
+    let mut ways_out: Vec<WayOut> = inadmissible.fix.into_iter().map(WayOut::RequestAtMost).collect();
+    ways_out.extend(working.iter().map(|queue| WayOut::Queue(queue.to_string())));
+    let fix = if messages.is_empty() { String::new() } else { format!(" To fix: {}.", messages.join("; or ")) };
     let denial = Denial::new(
         inadmissible.reason,
         format!("{subject} would stay suspended forever: {}, so Kueue would never admit it.{fix}", inadmissible.cause),
-    );
-    match absent {
+    )
+    .offering(ways_out);
+    match inadmissible.absent {
         Some(absent) => denial.because_absent(absent),
         None => denial,
     }

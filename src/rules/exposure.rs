@@ -19,10 +19,13 @@
 use std::fmt;
 
 use super::priority::{self, ClassKind, PriorityClassRef};
-use super::{Denial, Reason, Subject, join};
+use super::{Denial, Explain, Reason, Subject, WayOut, join, passes};
 use crate::cluster::quota::{borrower_side_can_be_over, nominal, reclaimer_can_take_back, reclaimer_never_short};
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
-use crate::workload::CHECKPOINTING_ANNOTATION;
+use crate::workload::{CHECKPOINTING_ANNOTATION, PRIORITY_CLASS_LABEL};
+
+/// Where a Job's one pod template is, as [`crate::workload::Workload::pod_priority_classes`] names it.
+const JOB_POD_TEMPLATE: &str = "spec.template";
 
 /// What the workload holds once admitted: (flavor, resource) -> milli-units.
 pub type Usage = std::collections::BTreeMap<(String, String), i64>;
@@ -251,6 +254,7 @@ pub fn check_preemption<'v>(
     local_queue: &str,
     priority: &priority::Priority,
     usage: &Usage,
+    explain: Explain,
     working: impl FnOnce() -> Vec<&'v str>,
 ) -> Result<(), Denial> {
     if subject.workload.is_checkpointing() {
@@ -262,46 +266,67 @@ pub fn check_preemption<'v>(
     let Some(found) = exposure(view, cluster_queue, priority.value, usage) else {
         return Ok(());
     };
+    if explain == Explain::Quiet {
+        return Err(Denial::new(Reason::Preemptible, String::new()));
+    }
+    let mut messages = Vec::new();
     let mut ways_out = Vec::new();
-    if found.depends_on_priority()
-        && let Some(classes) = safe_classes(view, subject, cluster_queue, usage)
-    {
-        ways_out.push(format!("use a priority nothing outranks ({classes})"));
+    let classes = if found.depends_on_priority() { safe_classes(view, subject) } else { Vec::new() };
+    if !classes.is_empty() {
+        let choices: Vec<String> = classes.iter().map(|c| format!("{} ({})", c.how_to_use(), c.value)).collect();
+        messages.push(format!("use a priority nothing outranks ({})", choices.join(" or ")));
+        ways_out.extend(classes.into_iter().map(|class| match class.kind {
+            ClassKind::WorkloadPriorityClass => WayOut::WorkloadPriorityClass(Some(class.name)),
+            ClassKind::PriorityClass => {
+                WayOut::PodPriorityClass { location: JOB_POD_TEMPLATE.to_string(), class: Some(class.name) }
+            }
+        }));
     }
     let working = working();
     if !working.is_empty() {
-        ways_out.push(format!(
+        messages.push(format!(
             "submit to a LocalQueue whose ClusterQueue would admit it and cannot preempt it ({})",
             join(&working)
         ));
+        ways_out.extend(working.iter().map(|queue| WayOut::Queue(queue.to_string())));
     }
-    ways_out.push(format!("if it does checkpoint, annotate it {CHECKPOINTING_ANNOTATION}: \"true\""));
+    messages.push(format!("if it does checkpoint, annotate it {CHECKPOINTING_ANNOTATION}: \"true\""));
+    ways_out.push(WayOut::Checkpointing);
     Err(Denial::new(
         Reason::Preemptible,
         format!(
             "{subject} is an evaluation that cannot checkpoint, but Kueue could preempt it and it would restart from \
              zero: via LocalQueue '{local_queue}', {}. To fix: {}.",
             found.explain(cluster_queue, priority),
-            ways_out.join("; or ")
+            messages.join("; or ")
         ),
-    ))
+    )
+    .offering(ways_out))
 }
 
-/// The classes that would give this workload a priority Kueue could not preempt
-/// in this queue, written as the change that makes Kueue read them: with the
+/// The classes with which the workload would pass every check (so Kueue could
+/// not preempt it in this queue), as the change that makes Kueue read them: with the
 /// priority-class label set, only another WorkloadPriorityClass (the label wins);
 /// a PriorityClass only for a Job without the label. System classes are not offered.
-fn safe_classes(view: &impl ClusterView, subject: Subject<'_>, cluster_queue: &str, usage: &Usage) -> Option<String> {
+fn safe_classes(view: &impl ClusterView, subject: Subject<'_>) -> Vec<PriorityClassRef> {
     let labelled = subject.workload.priority_class_label().is_some();
     let is_job = subject.kind == crate::workload::WorkloadKind::Job;
-    let choices: Vec<String> = nameable_priorities(view)
+    nameable_priorities(view)
         .into_iter()
         .filter(|class| !class.name.starts_with("system-"))
         .filter(|class| class.kind == ClassKind::WorkloadPriorityClass || (!labelled && is_job))
-        .filter(|class| exposure(view, cluster_queue, class.value, usage).is_none())
-        .map(|class| format!("{} ({})", class.how_to_use(), class.value))
-        .collect();
-    (!choices.is_empty()).then(|| choices.join(" or "))
+        .filter(|class| {
+            let changed = match class.kind {
+                ClassKind::WorkloadPriorityClass => {
+                    subject.workload.with_label(PRIORITY_CLASS_LABEL, Some(&class.name))
+                }
+                ClassKind::PriorityClass => {
+                    subject.workload.with_pod_priority_class(JOB_POD_TEMPLATE, Some(&class.name))
+                }
+            };
+            passes(view, Subject { workload: &changed, ..subject })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -170,16 +170,40 @@ pub struct Denial {
     /// server looks it up live before it denies, since a watch cache may lag an
     /// object created a moment ago (a LocalQueue or class applied with the Job).
     pub absent: Option<Absent>,
+    /// The changes the message offers, as data: each was checked through these
+    /// rules, and the differential test (tests/fidelity) applies each one and
+    /// asks Kueue's scheduler whether it really works.
+    pub ways_out: Vec<WayOut>,
 }
 
 impl Denial {
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
-        Self { reason, message: message.into(), absent: None }
+        Self { reason, message: message.into(), absent: None, ways_out: Vec::new() }
     }
 
     pub fn because_absent(self, absent: Absent) -> Self {
         Self { absent: Some(absent), ..self }
     }
+
+    pub fn offering(self, ways_out: Vec<WayOut>) -> Self {
+        Self { ways_out, ..self }
+    }
+}
+
+/// A change to the workload a denial offers as a way out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WayOut {
+    /// Set label `kueue.x-k8s.io/queue-name` to this LocalQueue.
+    Queue(String),
+    /// Set label `kueue.x-k8s.io/priority-class` to this class, or remove it.
+    WorkloadPriorityClass(Option<String>),
+    /// Set `priorityClassName` in the pod template at `location` (as
+    /// [`Workload::pod_priority_classes`] names it), or clear it.
+    PodPriorityClass { location: String, class: Option<String> },
+    /// Cut a pod set's requests.
+    RequestAtMost(admissibility::RequestAtMost),
+    /// Annotate it `eval-admission.io/checkpointing: "true"` (only true if it does checkpoint).
+    Checkpointing,
 }
 
 /// An object a denial found missing; LocalQueues live in the workload's namespace.
@@ -318,25 +342,43 @@ pub fn validate_update(
     }
 }
 
+/// Whether a check works out the ways out of a denial. A way out is checked
+/// `Quiet`: as the workload would be after the change, through every check,
+/// without searching for ways out of its own (so one search never starts another).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Explain {
+    WaysOut,
+    Quiet,
+}
+
 /// The checks for a queued workload, in the order a person would fix them:
 /// the queue, the priority class Kueue reads, whether Kueue would ever admit
 /// it, the pods' classes, then preemption. Warnings are returned when allowed.
 pub fn check_queued(view: &impl ClusterView, subject: Subject<'_>) -> Result<Vec<String>, Denial> {
+    checks(view, subject, Explain::WaysOut)
+}
+
+/// Whether a workload, changed as a way out would change it, passes every
+/// check a new one does: the only changes a denial offers.
+pub(crate) fn passes(view: &impl ClusterView, changed: Subject<'_>) -> bool {
+    checks(view, changed, Explain::Quiet).is_ok()
+}
+
+fn checks(view: &impl ClusterView, subject: Subject<'_>, explain: Explain) -> Result<Vec<String>, Denial> {
     let queue_name = subject.workload.queue_name();
-    let priority = priority::workload_priority(view, subject);
+    // Each ways-out list is worked out only for a denial: it runs every check per LocalQueue.
+    let working = |except: &str| match explain {
+        Explain::WaysOut => working_queues(view, subject, except),
+        Explain::Quiet => Vec::new(),
+    };
+    let priority = priority::workload_priority(view, subject, explain);
     // The API server has validated the quantities by now; an unreadable one leaves quota unchecked.
     let pod_sets = subject.workload.pod_sets(subject.kind).unwrap_or_default();
     if let Some(name) = queue_name {
         // The validating webhook sees the mutated object: name the annotation when it is where the label came from.
         let from_namespace = view.namespace(subject.namespace).and_then(|ns| ns.default_queue.as_deref()) == Some(name);
         let source = if from_namespace { queue::QueueSource::NamespaceAnnotation } else { queue::QueueSource::Label };
-        // Ways out are offered only when the workload's priority is known: exposure depends on it.
-        // Each ways-out list is worked out only for a denial: it runs every rule per LocalQueue.
-        let working = || match &priority {
-            Ok(priority) => working_queues(view, subject, priority, &pod_sets, name),
-            Err(_) => Vec::new(),
-        };
-        queue::check_local_queue(view, subject, name, source, working)?;
+        queue::check_local_queue(view, subject, name, source, || working(name))?;
     }
     let priority = priority?;
     if queue_name.is_some()
@@ -344,34 +386,36 @@ pub fn check_queued(view: &impl ClusterView, subject: Subject<'_>) -> Result<Vec
     {
         return Err(admissibility::denial(subject, unmanaged, &[]));
     }
-    let working = |except: &str| working_queues(view, subject, &priority, &pod_sets, except);
     let usage = match queue_name {
         Some(name) => match admissibility::check(view, subject, name, &pod_sets) {
             Ok(usage) => Some((name, usage)),
             Err(mut inadmissible) => {
                 if let Some(fix) = &inadmissible.fix
-                    && !smaller_request_passes(view, subject, name, &priority, &fix.applied(&pod_sets))
+                    && (explain == Explain::Quiet
+                        || !smaller_request_passes(view, subject, name, &priority, &fix.applied(&pod_sets)))
                 {
                     inadmissible.fix = None;
                 }
-                return Err(admissibility::denial(subject, inadmissible, &queue::use_instead(&working(name))));
+                return Err(admissibility::denial(subject, inadmissible, &working(name)));
             }
         },
         None => None,
     };
-    priority::check_pod_priority_classes(view, subject)?;
+    priority::check_pod_priority_classes(view, subject, explain)?;
     if let Some((name, usage)) = usage
         && !subject.workload.is_checkpointing()
     {
-        exposure::check_preemption(view, subject, name, &priority, &usage, || working(name))?;
+        exposure::check_preemption(view, subject, name, &priority, &usage, explain, || working(name))?;
     }
     let Some(queue_name) = queue_name else { return Ok(Vec::new()) };
     Ok(evictions_warnings(view, subject, queue_name))
 }
 
-/// Whether the workload with smaller requests (`pod_sets`) would be admitted
-/// through `local_queue` and, unless it checkpoints, not preempted there: an
-/// exceeds-quota denial offers the smaller request only then.
+/// Whether the workload with smaller requests (`pod_sets`) would pass: admitted
+/// through `local_queue`, its pods' classes existing, and, unless it
+/// checkpoints, not preempted there. An exceeds-quota denial offers the smaller
+/// request only then. (Requests live in containers, so this checks the cut
+/// totals directly rather than a changed workload.)
 fn smaller_request_passes(
     view: &impl ClusterView,
     subject: Subject<'_>,
@@ -380,6 +424,9 @@ fn smaller_request_passes(
     pod_sets: &[crate::workload::PodSetRequests],
 ) -> bool {
     let Ok(usage) = admissibility::check(view, subject, local_queue, pod_sets) else { return false };
+    if priority::check_pod_priority_classes(view, subject, Explain::Quiet).is_err() {
+        return false;
+    }
     let cluster_queue = view.local_queue(subject.namespace, local_queue).map(|q| q.cluster_queue.as_str());
     subject.workload.is_checkpointing()
         || cluster_queue.is_some_and(|cq| exposure::exposure(view, cq, priority.value, &usage).is_none())
@@ -416,24 +463,15 @@ fn evictions_warnings(view: &impl ClusterView, subject: Subject<'_>, local_queue
     warnings
 }
 
-/// The namespace's LocalQueues, other than `except`, through which Kueue would
-/// admit this workload and, unless it checkpoints, could not preempt it: the
-/// only queues a denial may offer as a way out.
-pub fn working_queues<'v>(
-    view: &'v impl ClusterView,
-    subject: Subject<'_>,
-    priority: &priority::Priority,
-    pod_sets: &[crate::workload::PodSetRequests],
-    except: &str,
-) -> Vec<&'v str> {
+/// The namespace's LocalQueues, other than `except`, with which the workload
+/// would pass every check (Kueue would admit it and, unless it checkpoints,
+/// could not preempt it): the only queues a denial may offer as a way out.
+pub fn working_queues<'v>(view: &'v impl ClusterView, subject: Subject<'_>, except: &str) -> Vec<&'v str> {
     view.local_queues(subject.namespace)
         .filter(|(name, _)| *name != except)
-        .filter(|(name, queue)| match admissibility::check(view, subject, name, pod_sets) {
-            Ok(usage) => {
-                subject.workload.is_checkpointing()
-                    || exposure::exposure(view, &queue.cluster_queue, priority.value, &usage).is_none()
-            }
-            Err(_) => false,
+        .filter(|(name, _)| {
+            let changed = subject.workload.with_label(QUEUE_NAME_LABEL, Some(name));
+            passes(view, Subject { workload: &changed, ..subject })
         })
         .map(|(name, _)| name)
         .collect()

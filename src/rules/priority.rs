@@ -2,9 +2,9 @@
 
 use std::fmt;
 
-use super::{Absent, Denial, Reason, Subject, join};
+use super::{Absent, Denial, Explain, Reason, Subject, WayOut, join, passes};
 use crate::cluster::ClusterView;
-use crate::workload::PRIORITY_CLASS_LABEL;
+use crate::workload::{PRIORITY_CLASS_LABEL, Workload};
 
 /// Where a workload's priority comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +80,7 @@ impl PriorityClassRef {
 /// the WorkloadPriorityClass label first, else the first pod set naming a
 /// PriorityClass, else the lowest global default, else 0. A denial when the
 /// class Kueue reads does not exist: it would then never create the Workload.
-pub fn workload_priority(view: &impl ClusterView, subject: Subject<'_>) -> Result<Priority, Denial> {
+pub fn workload_priority(view: &impl ClusterView, subject: Subject<'_>, explain: Explain) -> Result<Priority, Denial> {
     let pod_classes = subject.workload.pod_priority_classes();
     let labelled = subject.workload.priority_class_label();
     if labelled.is_none()
@@ -93,12 +93,13 @@ pub fn workload_priority(view: &impl ClusterView, subject: Subject<'_>) -> Resul
             first.class_name,
             &first.location,
             Reason::MissingPriorityClass,
+            explain,
         ));
     }
     if let Some(class) = subject.workload.priority_class_label() {
         return match view.workload_priority_class(class) {
             Some(value) => Ok(Priority { value, source: PrioritySource::WorkloadPriorityClass(class.to_string()) }),
-            None => Err(missing_workload_priority_class(view, subject, class)),
+            None => Err(missing_workload_priority_class(view, subject, class, explain)),
         };
     }
     if let Some(first) = pod_classes.first() {
@@ -122,20 +123,29 @@ pub fn workload_priority(view: &impl ClusterView, subject: Subject<'_>) -> Resul
     })
 }
 
-fn missing_workload_priority_class(view: &impl ClusterView, subject: Subject<'_>, class: &str) -> Denial {
+fn missing_workload_priority_class(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    class: &str,
+    explain: Explain,
+) -> Denial {
     let workload = subject.workload;
-    let usable: Vec<String> = view
+    let works =
+        |changed: &Workload| explain == Explain::WaysOut && passes(view, Subject { workload: changed, ..subject });
+    let usable: Vec<(&str, i32)> = view
         .workload_priority_classes()
-        .filter(|(name, _)| passes(view, subject, &workload.with_label(PRIORITY_CLASS_LABEL, Some(name))))
-        .map(|(name, value)| format!("{name} ({value})"))
+        .filter(|(name, _)| works(&workload.with_label(PRIORITY_CLASS_LABEL, Some(name))))
         .collect();
-    let without = passes(view, subject, &workload.with_label(PRIORITY_CLASS_LABEL, None));
+    let without = works(&workload.with_label(PRIORITY_CLASS_LABEL, None));
+    let offered = usable.iter().map(|(name, _)| Some(name.to_string())).chain(without.then_some(None));
+    let ways_out: Vec<WayOut> = offered.map(WayOut::WorkloadPriorityClass).collect();
+    let usable: Vec<String> = usable.iter().map(|(name, value)| format!("{name} ({value})")).collect();
     Denial::new(
         Reason::MissingWorkloadPriorityClass,
         format!(
             "{subject} names WorkloadPriorityClass '{class}' (label {PRIORITY_CLASS_LABEL}), which does not exist, \
              so Kueue would never create its Workload and it would stay suspended forever. {}",
-            ways_out(
+            describe_ways_out(
                 "WorkloadPriorityClasses",
                 &usable,
                 &format!("set label {PRIORITY_CLASS_LABEL} to"),
@@ -145,17 +155,12 @@ fn missing_workload_priority_class(view: &impl ClusterView, subject: Subject<'_>
         ),
     )
     .because_absent(Absent::WorkloadPriorityClass(class.to_string()))
-}
-
-/// Whether the workload, changed as a way out suggests, passes every check a
-/// new one does: a denial offers only such changes.
-fn passes(view: &impl ClusterView, subject: Subject<'_>, changed: &crate::workload::Workload) -> bool {
-    super::check_queued(view, Subject { workload: changed, ..subject }).is_ok()
+    .offering(ways_out)
 }
 
 /// The ways out of a missing class: the existing `classes` checked to let the
 /// workload through (set with `set_to`), and removing the field when that does too.
-fn ways_out(kind: &str, classes: &[String], set_to: &str, remove_works: bool, field: &str) -> String {
+fn describe_ways_out(kind: &str, classes: &[String], set_to: &str, remove_works: bool, field: &str) -> String {
     match (classes.is_empty(), remove_works) {
         (false, true) => format!(
             "{kind} that would let it through: {}. To fix: {set_to} one of them, or remove {field}.",
@@ -172,7 +177,11 @@ fn ways_out(kind: &str, classes: &[String], set_to: &str, remove_works: bool, fi
 /// Pods naming a PriorityClass that does not exist, other than the one Kueue
 /// reads: Kueue creates and admits the Workload, and then the API server refuses
 /// those pods while the workload holds its quota.
-pub fn check_pod_priority_classes(view: &impl ClusterView, subject: Subject<'_>) -> Result<(), Denial> {
+pub fn check_pod_priority_classes(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    explain: Explain,
+) -> Result<(), Denial> {
     match subject.workload.pod_priority_classes().iter().find(|pod| view.priority_class(pod.class_name).is_none()) {
         Some(missing) => Err(missing_priority_class(
             view,
@@ -180,6 +189,7 @@ pub fn check_pod_priority_classes(view: &impl ClusterView, subject: Subject<'_>)
             missing.class_name,
             &missing.location,
             Reason::PodsWouldBeRefused,
+            explain,
         )),
         None => Ok(()),
     }
@@ -191,15 +201,22 @@ fn missing_priority_class(
     class: &str,
     location: &str,
     reason: Reason,
+    explain: Explain,
 ) -> Denial {
     let workload = subject.workload;
-    let usable: Vec<String> = view
+    let works =
+        |changed: &Workload| explain == Explain::WaysOut && passes(view, Subject { workload: changed, ..subject });
+    let usable: Vec<(&str, i32)> = view
         .priority_classes()
         .filter(|(name, _)| !is_system_class(name))
-        .filter(|(name, _)| passes(view, subject, &workload.with_pod_priority_class(location, Some(name))))
-        .map(|(name, class)| format!("{name} ({})", class.value))
+        .filter(|(name, _)| works(&workload.with_pod_priority_class(location, Some(name))))
+        .map(|(name, class)| (name, class.value))
         .collect();
-    let without = passes(view, subject, &workload.with_pod_priority_class(location, None));
+    let without = works(&workload.with_pod_priority_class(location, None));
+    let offered = usable.iter().map(|(name, _)| Some(name.to_string())).chain(without.then_some(None));
+    let ways_out: Vec<WayOut> =
+        offered.map(|class| WayOut::PodPriorityClass { location: location.to_string(), class }).collect();
+    let usable: Vec<String> = usable.iter().map(|(name, value)| format!("{name} ({value})")).collect();
     let consequence = if reason == Reason::MissingPriorityClass {
         "so Kueue would never create its Workload and it would stay suspended forever"
     } else {
@@ -210,10 +227,17 @@ fn missing_priority_class(
         format!(
             "{subject} names PriorityClass '{class}' in {location} (priorityClassName), which does not exist, \
              {consequence}. {}",
-            ways_out("PriorityClasses", &usable, &format!("set priorityClassName in {location} to"), without, "it")
+            describe_ways_out(
+                "PriorityClasses",
+                &usable,
+                &format!("set priorityClassName in {location} to"),
+                without,
+                "it"
+            )
         ),
     )
     .because_absent(Absent::PriorityClass(class.to_string()))
+    .offering(ways_out)
 }
 
 /// The classes every cluster has for its own components; not offered as a way out.
@@ -228,7 +252,7 @@ mod tests {
 
     fn priority_of(state: &crate::cluster::ClusterState, yaml: &str) -> Result<Priority, Denial> {
         let job = workload(yaml);
-        workload_priority(state, job_subject(&job))
+        workload_priority(state, job_subject(&job), Explain::WaysOut)
     }
 
     #[test]
@@ -259,7 +283,7 @@ mod tests {
             Some("aiperf-queue"),
             &[("controller", None), ("workers", Some("gpu-batch"))],
         );
-        let priority = workload_priority(&state, jobset_subject(&jobset)).unwrap();
+        let priority = workload_priority(&state, jobset_subject(&jobset), Explain::WaysOut).unwrap();
         assert_eq!(priority.value, 200);
         assert_eq!(
             priority.source,
@@ -281,7 +305,7 @@ mod tests {
         );
 
         let jobset = aiperf_jobset("my-benchmarks", None, &[("controller", None), ("workers", Some("missing-pc"))]);
-        let denial = workload_priority(&state, jobset_subject(&jobset)).unwrap_err();
+        let denial = workload_priority(&state, jobset_subject(&jobset), Explain::WaysOut).unwrap_err();
         assert_eq!(denial.reason, Reason::MissingPriorityClass);
         assert!(denial.message.contains("PriorityClass 'missing-pc' in replicatedJobs[workers]"), "{}", denial.message);
         assert!(!denial.message.contains("system-"), "system classes are not offered: {}", denial.message);
@@ -296,7 +320,7 @@ mod tests {
                 &[("kueue.x-k8s.io/queue-name", queue), ("kueue.x-k8s.io/priority-class", "urgent")],
                 None,
             ));
-            workload_priority(&state, job_subject(&job)).unwrap_err().message
+            workload_priority(&state, job_subject(&job), Explain::WaysOut).unwrap_err().message
         };
         // eval-queue cannot preempt: every class, and no label, would do.
         let safe = missing("eval-queue");

@@ -1,6 +1,6 @@
 //! Which LocalQueue a workload goes to, and whether that queue can ever admit it.
 
-use super::{Absent, Denial, Reason, Subject, join};
+use super::{Absent, Denial, Reason, Subject, WayOut, join};
 use crate::cluster::ClusterView;
 use crate::workload::{DEFAULT_QUEUE_ANNOTATION, QUEUE_NAME_LABEL};
 
@@ -133,6 +133,7 @@ fn missing_local_queue(
         ),
     )
     .because_absent(Absent::LocalQueue(queue.to_string()))
+    .offering(existing.iter().map(|name| WayOut::Queue(name.to_string())).collect())
 }
 
 /// The way out of a queue that cannot work: the queues that do, if any.

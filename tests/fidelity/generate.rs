@@ -54,6 +54,7 @@ impl Rng {
     }
 }
 
+#[derive(Clone)]
 pub struct Scenario {
     pub id: String,
     pub objects: Vec<Value>,

@@ -12,9 +12,14 @@
 //! baseline (tests/fidelity/baseline.json) or the judge errs; `make fidelity
 //! N=...` runs as many as asked and prints the table. `replayed_cases` replays
 //! the saved disagreements in tests/fidelity/cases/.
+//!
+//! Every way out a denial offers is judged too (`ways_out`): applied to the
+//! workload, it must pass eval-admission and be admitted, and never
+//! preempted, by Kueue's scheduler.
 
 mod generate;
 mod oracle;
+mod ways_out;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,6 +50,9 @@ struct EvalVerdict {
     object: Value,
     /// The object as allowed carries a queue label (Kueue manages it).
     queued: bool,
+    /// The validating webhook decided (the mutating one allowed it).
+    #[serde(skip)]
+    validated: bool,
 }
 
 const PREEMPTIBLE_REASON: &str = "preemptible";
@@ -76,13 +84,27 @@ enum Category {
     ExposedFalseDenial,
     /// Allowed without a queue (eval-admission warns: it bypasses Kueue); not judged.
     NotQueued,
+    /// A way out a denial offers: eval-admission lets the changed workload
+    /// through, and Kueue admits it and never preempts it (or it is not queued).
+    WayOutWorks,
+    /// A way out eval-admission itself refuses once applied.
+    WayOutRefused,
+    /// A way out Kueue never admits, or preempts.
+    WayOutFails,
+    /// A way out the judge cannot check (the checkpointing annotation, a smaller request).
+    WayOutNotJudged,
 }
 
 impl Category {
     fn is_disagreement(self) -> bool {
         matches!(
             self,
-            Self::AdmissibleMiss | Self::AdmissibleFalseDenial | Self::ExposedMiss | Self::ExposedFalseDenial
+            Self::AdmissibleMiss
+                | Self::AdmissibleFalseDenial
+                | Self::ExposedMiss
+                | Self::ExposedFalseDenial
+                | Self::WayOutRefused
+                | Self::WayOutFails
         )
     }
 
@@ -97,6 +119,10 @@ impl Category {
             Self::ExposedMiss => "exposed: MISS (allowed, Kueue preempts it)",
             Self::ExposedFalseDenial => "exposed: FALSE DENIAL (denied, never preempted)",
             Self::NotQueued => "not queued (bypass, warned): not judged",
+            Self::WayOutWorks => "way out offered: works (passes eval-admission; Kueue admits it, never preempts it)",
+            Self::WayOutRefused => "way out offered: REFUSED by eval-admission once applied",
+            Self::WayOutFails => "way out offered: FAILS (Kueue never admits it, or preempts it)",
+            Self::WayOutNotJudged => "way out offered: not judged (checkpointing annotation, smaller request)",
         }
     }
 }
@@ -116,7 +142,7 @@ fn eval_verdict(config: &Config, objects: &[Value], workload: &Value) -> EvalVer
     let message = report.output[deciding]["response"]["status"]["message"].as_str().unwrap_or_default().to_string();
     let object = report.output["object"].clone();
     let queued = object["metadata"]["labels"][QUEUE_NAME_LABEL].is_string();
-    EvalVerdict { allowed: report.allowed, reason, message, object, queued }
+    EvalVerdict { allowed: report.allowed, reason, message, object, queued, validated: deciding == "validating" }
 }
 
 fn categories(eval: &EvalVerdict, kueue: Option<&KueueVerdict>) -> Vec<Category> {
@@ -173,7 +199,12 @@ impl Table {
         for (category, count) in &self.counts {
             out.push_str(&format!("| {} | {count} |\n", category.label()));
         }
-        let judged: u64 = self.counts.iter().filter(|(c, _)| **c != Category::NotQueued).map(|(_, n)| n).sum();
+        let judged: u64 = self
+            .counts
+            .iter()
+            .filter(|(c, _)| !matches!(c, Category::NotQueued | Category::WayOutNotJudged))
+            .map(|(_, n)| n)
+            .sum();
         let wrong: u64 = self.counts.iter().filter(|(c, _)| c.is_disagreement()).map(|(_, n)| n).sum();
         out.push_str(&format!("\njudged verdicts: {judged}, disagreements: {wrong}\n"));
         if !self.causes.is_empty() {
@@ -254,7 +285,7 @@ fn save_case(
     cause: &str,
     scenario: &generate::Scenario,
     eval: &EvalVerdict,
-    kueue: &KueueVerdict,
+    kueue: Option<&KueueVerdict>,
 ) {
     let case = dir.join(format!("{}-{id}", serde_json::to_value(category).unwrap().as_str().unwrap()));
     std::fs::create_dir_all(&case).unwrap();
@@ -266,6 +297,72 @@ fn save_case(
     std::fs::write(case.join("case.json"), serde_json::to_string_pretty(&record).unwrap() + "\n").unwrap();
 }
 
+/// One counted verdict: the scenario's own, or one of its ways out.
+struct Finding {
+    category: Category,
+    /// Why, for a disagreement.
+    cause: Option<String>,
+    id: String,
+    /// The workload as submitted (with the way out applied, for one).
+    workload: Value,
+    eval: EvalVerdict,
+    kueue: Option<KueueVerdict>,
+}
+
+/// Each way out the validating webhook's denial offers, applied to the
+/// workload as submitted and judged like a new submission.
+fn judge_ways_out(
+    config: &Config,
+    scenario: &generate::Scenario,
+    eval: &EvalVerdict,
+    judge: &mut Oracle,
+) -> Vec<Finding> {
+    if eval.allowed || !eval.validated {
+        return Vec::new();
+    }
+    let state =
+        state_file::parse(cluster_yaml(&scenario.objects).as_bytes()).expect("the generated cluster file parses");
+    let offered = ways_out::offered(config, &state, &eval.object);
+    let mut findings = Vec::new();
+    for (k, way_out) in offered.iter().enumerate() {
+        let id = format!("{}-way-out-{k}", scenario.id);
+        let Some(changed) = ways_out::apply(&scenario.workload, way_out) else {
+            let eval = eval.clone();
+            findings.push(Finding {
+                category: Category::WayOutNotJudged,
+                cause: None,
+                id,
+                workload: Value::Null,
+                eval,
+                kueue: None,
+            });
+            continue;
+        };
+        let again = eval_verdict(config, &scenario.objects, &changed);
+        let kind = ways_out::kind(way_out);
+        let (category, cause, kueue) = if !again.allowed {
+            (
+                Category::WayOutRefused,
+                Some(format!("way out ({kind}) refused by eval-admission once applied ({})", again.reason)),
+                None,
+            )
+        } else if !again.queued {
+            (Category::WayOutWorks, None, None)
+        } else {
+            let kueue = judge.judge(&id, &scenario.objects, &again.object);
+            if !kueue.admissible {
+                (Category::WayOutFails, Some(format!("way out ({kind}): Kueue never admits it")), Some(kueue))
+            } else if kueue.exposed == Some(true) {
+                (Category::WayOutFails, Some(format!("way out ({kind}): Kueue preempts it")), Some(kueue))
+            } else {
+                (Category::WayOutWorks, None, Some(kueue))
+            }
+        };
+        findings.push(Finding { category, cause, id, workload: changed, eval: again, kueue });
+    }
+    findings
+}
+
 #[test]
 fn differential_fixed_seed() {
     let n = env_u64("FIDELITY_N", 2000);
@@ -274,10 +371,15 @@ fn differential_fixed_seed() {
     let save = std::env::var_os("FIDELITY_SAVE").map(PathBuf::from);
     // A long run that will be replayed after a fix wants every case: FIDELITY_SAVE_EACH=1000.
     let save_each = env_u64("FIDELITY_SAVE_EACH", 3);
+    // A long run cut short resumes where its last partial table ended: FIDELITY_FROM=35000.
+    let from = env_u64("FIDELITY_FROM", 0);
+    // Judging every way out a denial offers roughly doubles the judge's work;
+    // a long run of the verdicts alone may skip it: FIDELITY_WAYS_OUT=0.
+    let judge_ways = env_u64("FIDELITY_WAYS_OUT", 1) != 0;
     let binary = oracle::build();
     let config = Config::load(None).unwrap();
 
-    let next = AtomicU64::new(0);
+    let next = AtomicU64::new(from);
     let table = Mutex::new(Table::default());
     let saved: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
     let started = std::time::Instant::now();
@@ -293,23 +395,35 @@ fn differential_fixed_seed() {
                     let scenario = generate::scenario(seed, index);
                     let eval = eval_verdict(&config, &scenario.objects, &scenario.workload);
                     let kueue = needs_judge(&eval).then(|| judge.judge(&scenario.id, &scenario.objects, &eval.object));
-                    let found = categories(&eval, kueue.as_ref());
+                    let mut findings: Vec<Finding> = categories(&eval, kueue.as_ref())
+                        .into_iter()
+                        .map(|category| Finding {
+                            category,
+                            cause: category.is_disagreement().then(|| cause(category, &eval, kueue.as_ref().unwrap())),
+                            id: scenario.id.clone(),
+                            workload: scenario.workload.clone(),
+                            eval: eval.clone(),
+                            kueue: kueue.clone(),
+                        })
+                        .collect();
+                    if judge_ways {
+                        findings.extend(judge_ways_out(&config, &scenario, &eval, &mut judge));
+                    }
                     let mut t = table.lock().unwrap();
                     t.setups += 1;
-                    for category in found {
-                        *t.counts.entry(category).or_default() += 1;
-                        if category.is_disagreement() {
-                            let kueue = kueue.as_ref().unwrap();
-                            let why = cause(category, &eval, kueue);
-                            *t.causes.entry(why.clone()).or_default() += 1;
-                            // Keep the first few of each cause, not thousands of the same.
-                            if let Some(dir) = &save {
-                                let mut saved = saved.lock().unwrap();
-                                let count = saved.entry(why.clone()).or_default();
-                                if *count < save_each {
-                                    *count += 1;
-                                    save_case(dir, &scenario.id, category, &why, &scenario, &eval, kueue);
-                                }
+                    for finding in findings {
+                        *t.counts.entry(finding.category).or_default() += 1;
+                        let Some(why) = finding.cause else { continue };
+                        *t.causes.entry(why.clone()).or_default() += 1;
+                        // Keep the first few of each cause, not thousands of the same.
+                        if let Some(dir) = &save {
+                            let mut saved = saved.lock().unwrap();
+                            let count = saved.entry(why.clone()).or_default();
+                            if *count < save_each {
+                                *count += 1;
+                                let workload = generate::Scenario { workload: finding.workload, ..scenario.clone() };
+                                let kueue = finding.kueue.as_ref();
+                                save_case(dir, &finding.id, finding.category, &why, &workload, &finding.eval, kueue);
                             }
                         }
                     }
@@ -317,7 +431,7 @@ fn differential_fixed_seed() {
                         eprintln!("fidelity: {index}/{n} in {:.0?}", started.elapsed());
                         // A long run leaves its table so far behind it, in case it is cut short.
                         if let Ok(out) = std::env::var("FIDELITY_REPORT") {
-                            let partial = t.print(&format!("partial, seed {seed}"));
+                            let partial = t.print(&format!("partial, seed {seed}, from set-up {from}"));
                             let _ = std::fs::write(out, partial);
                         }
                     }
@@ -326,12 +440,13 @@ fn differential_fixed_seed() {
         }
     });
     let table = table.into_inner().unwrap();
-    let report = table.print(&format!("eval-admission against Kueue v0.19.2's scheduler, seed {seed}"));
+    let range = if from == 0 { String::new() } else { format!(", set-ups {from}..{n}") };
+    let report = table.print(&format!("eval-admission against Kueue v0.19.2's scheduler, seed {seed}{range}"));
     println!("{report}\n({:.1?})", started.elapsed());
     if let Ok(out) = std::env::var("FIDELITY_REPORT") {
         std::fs::write(out, &report).unwrap();
     }
-    assert_eq!(table.setups, n);
+    assert_eq!(table.setups, n.saturating_sub(from));
 
     // The ratchet: at the recorded seed and size, no disagreement may grow.
     let baseline_path = repo("tests/fidelity/baseline.json");
@@ -341,7 +456,7 @@ fn differential_fixed_seed() {
         return;
     }
     let baseline: Value = serde_json::from_slice(&std::fs::read(&baseline_path).unwrap()).unwrap();
-    if baseline["seed"] == seed && baseline["n"] == n {
+    if baseline["seed"] == seed && baseline["n"] == n && from == 0 {
         let recorded: Table = serde_json::from_value(baseline["table"].clone()).unwrap();
         let mut grew = Vec::new();
         for (category, count) in &table.counts {
@@ -373,6 +488,11 @@ fn replayed_cases() {
         let objects = state_file::documents(&std::fs::read(case.join("cluster.yaml")).unwrap()).unwrap();
         let workload: Value = serde_json::from_slice(&std::fs::read(case.join("workload.yaml")).unwrap()).unwrap();
         let recorded_category: Category = serde_json::from_value(record["category"].clone()).unwrap();
+        assert!(
+            !matches!(recorded_category, Category::WayOutRefused | Category::WayOutFails | Category::WayOutWorks),
+            "{}: a way-out case replays through the scenario it came from (its id without -way-out-N)",
+            case.display()
+        );
         let recorded_kueue: KueueVerdict = serde_json::from_value(record["kueue"].clone()).unwrap();
         let eval = eval_verdict(&config, &objects, &workload);
         let name = case.file_name().unwrap().to_string_lossy();
