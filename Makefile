@@ -6,7 +6,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: build run certs test test-local unit e2e bench bench-smoke bench-venv cluster cluster-down tools review fmt lint lint-dockerfile fidelity oracle
+.PHONY: manifests build run certs test test-local unit e2e bench bench-smoke bench-venv cluster cluster-down tools review fmt lint lint-dockerfile fidelity oracle
 
 build:
 	$(CARGO) build --release --locked
@@ -43,6 +43,11 @@ review: build
 
 fmt:
 	$(CARGO) fmt --all
+
+# The webhook configurations are rendered from the policy config, never edited:
+# a unit test fails when manifests/base/webhooks differs from this output.
+manifests: build
+	$(BIN) manifests --config manifests/base/config.yaml --out manifests/base/webhooks
 
 # ---- Kueue's own scheduler as the judge (tests/fidelity, docs/kueue-model.md) ----
 N ?= 100000

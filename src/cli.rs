@@ -12,6 +12,23 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::workload::WorkloadKind;
 
+/// `eval-admission manifests`: renders the webhook configurations from a
+/// config file (the defaults without one), into `out` as `mutating.yaml` and
+/// `validating.yaml`, or as one multi-document stream to print.
+pub fn manifests(config: Option<&Path>, out: Option<&Path>) -> Result<Option<String>, Error> {
+    let source = config.map_or_else(|| "(defaults)".to_string(), |path| path.display().to_string());
+    let rendered = crate::manifests::render(&Config::load(config)?, &source);
+    let Some(dir) = out else {
+        return Ok(Some(format!("{}---\n{}", rendered.mutating, rendered.validating)));
+    };
+    for (name, text) in rendered.files() {
+        let path = dir.join(name);
+        std::fs::write(&path, text)
+            .map_err(|e| Error::Io(std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))))?;
+    }
+    Ok(None)
+}
+
 /// What `review` prints, and whether the request was admitted.
 pub struct ReviewReport {
     pub output: Value,

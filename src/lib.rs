@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod error;
+pub mod manifests;
 pub mod quantity;
 pub mod rules;
 pub mod server;

@@ -26,6 +26,16 @@ enum Command {
         /// An AdmissionReview (JSON or YAML) or a bare Job or JobSet manifest.
         request: PathBuf,
     },
+    /// Render the two webhook configurations from the policy config: which
+    /// workloads reach the server (rules, matchConditions) and whose writes skip it.
+    Manifests {
+        /// Policy configuration file (YAML); defaults apply without it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Write mutating.yaml and validating.yaml into this directory instead of printing them.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Run the HTTPS admission webhook server.
     Serve(Box<eval_admission::server::ServeArgs>),
 }
@@ -45,6 +55,16 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Manifests { config, out } => match eval_admission::cli::manifests(config.as_deref(), out.as_deref()) {
+            Ok(printed) => {
+                print!("{}", printed.unwrap_or_default());
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("eval-admission: {error}");
+                ExitCode::from(2)
+            }
+        },
         Command::Serve(args) => {
             let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
                 Ok(runtime) => runtime,
