@@ -23,7 +23,7 @@ certs:
 
 # The README's test command: every test there is, the end-to-end ones
 # against a control plane it starts and stops itself.
-test: test-local lint-dockerfile bench-smoke e2e e2e-kueue
+test: lint test-local lint-dockerfile bench-smoke e2e e2e-kueue
 
 # Everything that needs no control plane: rules, review CLI, HTTPS server, and
 # the differential test against Kueue's scheduler (tests/fidelity: a fixed seed
