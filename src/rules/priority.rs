@@ -130,13 +130,9 @@ fn missing_workload_priority_class(
     explain: Explain,
 ) -> Denial {
     let workload = subject.workload;
-    let works =
-        |changed: &Workload| explain == Explain::WaysOut && passes(view, Subject { workload: changed, ..subject });
-    let usable: Vec<(&str, i32)> = view
-        .workload_priority_classes()
-        .filter(|(name, _)| works(&workload.with_label(PRIORITY_CLASS_LABEL, Some(name))))
-        .collect();
-    let without = works(&workload.with_label(PRIORITY_CLASS_LABEL, None));
+    let (usable, without) = classes_that_pass(view, subject, explain, view.workload_priority_classes(), |class| {
+        workload.with_label(PRIORITY_CLASS_LABEL, class)
+    });
     let offered = usable.iter().map(|(name, _)| Some(name.to_string())).chain(without.then_some(None));
     let ways_out: Vec<WayOut> = offered.map(WayOut::WorkloadPriorityClass).collect();
     let usable: Vec<String> = usable.iter().map(|(name, value)| format!("{name} ({value})")).collect();
@@ -156,6 +152,24 @@ fn missing_workload_priority_class(
     )
     .because_absent(Absent::WorkloadPriorityClass(class.to_string()))
     .offering(ways_out)
+}
+
+/// Of the `candidates` (name, value), those with which the workload, changed
+/// by `set` to name one, passes every check; and whether it passes with the
+/// class cleared (`set(None)`). Nothing is searched for while checking a way out.
+fn classes_that_pass<'v>(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    explain: Explain,
+    candidates: impl Iterator<Item = (&'v str, i32)>,
+    set: impl Fn(Option<&str>) -> Workload,
+) -> (Vec<(&'v str, i32)>, bool) {
+    if explain == Explain::Quiet {
+        return (Vec::new(), false);
+    }
+    let works = |changed: Workload| passes(view, Subject { workload: &changed, ..subject });
+    let usable = candidates.filter(|(name, _)| works(set(Some(name)))).collect();
+    (usable, works(set(None)))
 }
 
 /// The ways out of a missing class: the existing `classes` checked to let the
@@ -204,15 +218,11 @@ fn missing_priority_class(
     explain: Explain,
 ) -> Denial {
     let workload = subject.workload;
-    let works =
-        |changed: &Workload| explain == Explain::WaysOut && passes(view, Subject { workload: changed, ..subject });
-    let usable: Vec<(&str, i32)> = view
-        .priority_classes()
-        .filter(|(name, _)| !is_system_class(name))
-        .filter(|(name, _)| works(&workload.with_pod_priority_class(location, Some(name))))
-        .map(|(name, class)| (name, class.value))
-        .collect();
-    let without = works(&workload.with_pod_priority_class(location, None));
+    let candidates =
+        view.priority_classes().filter(|(name, _)| !is_system_class(name)).map(|(name, c)| (name, c.value));
+    let (usable, without) = classes_that_pass(view, subject, explain, candidates, |class| {
+        workload.with_pod_priority_class(location, class)
+    });
     let offered = usable.iter().map(|(name, _)| Some(name.to_string())).chain(without.then_some(None));
     let ways_out: Vec<WayOut> =
         offered.map(|class| WayOut::PodPriorityClass { location: location.to_string(), class }).collect();
