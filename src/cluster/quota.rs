@@ -225,7 +225,11 @@ pub fn borrower_side_can_be_over(
 /// `mayReclaimInHierarchy` from `FindHeightOfLowestSubtreeThatFits`), so it
 /// needs at most the larger of its nominal quota and what it keeps plus the
 /// largest subtree quota of a cohort above it short of the root (in a flat
-/// tree, its nominal quota); otherwise it may need its whole potential.
+/// tree, its nominal quota), less the borrower's nominal quota where that
+/// cohort holds the borrower too (`FindHeightOfLowestSubtreeThatFits` asks
+/// whether the request fits the cohort beside its current usage, which then
+/// includes the borrower's, over its nominal while it is a candidate);
+/// otherwise it may need its whole potential.
 /// Answered only where the pool is
 /// one: a Cohort's own borrowingLimit or lendingLimit splits it, and then this
 /// says no (the caller stays careful).
@@ -259,7 +263,16 @@ pub fn reclaimer_never_short(
         let most = if name == reclaimer && !borrows_while_preempting {
             let path = cohort_path(view, name);
             let below_root = path.iter().filter(|cohort| **cohort != root);
-            let largest = below_root.map(|c| tree.subtree(Node::Cohort(c), &mut HashSet::new())).max().unwrap_or(0);
+            // A cohort that also holds the borrower has the borrower's usage in it, and
+            // the borrower is a candidate only while over its nominal quota: what is
+            // left there for the reclaimer is at most the rest.
+            let borrower_path = cohort_path(view, borrower);
+            let borrower_nominal = tree.quota(Node::ClusterQueue(borrower)).nominal;
+            let room = |cohort: &String| {
+                let subtree = tree.subtree(Node::Cohort(cohort), &mut HashSet::new());
+                if borrower_path.contains(cohort) { subtree.saturating_sub(borrower_nominal) } else { subtree }
+            };
+            let largest = below_root.map(room).max().unwrap_or(0);
             let reach = tree.quota(node).nominal.max(keeps.saturating_add(largest));
             reach.min(view.potential_available(name, flavor, resource))
         } else if name == reclaimer || usable(name) {
@@ -415,6 +428,23 @@ mod tests {
 
     fn cohort(name: &str, spec: &str) -> String {
         format!("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: {name}}}\nspec: {{{spec}}}\n---\n")
+    }
+
+    #[test]
+    fn a_reclaimer_beside_the_borrower_has_only_the_rest_of_their_cohort() {
+        // Saved case s1-56965. level holds both queues' 4; root adds an idle 4:
+        // a pool of 12. The borrower draws 4 + 2. The reclaimer may not borrow
+        // while preempting: Kueue simulates preemption only if its request fits
+        // level beside level's usage, which holds the borrower's over-nominal 4+,
+        // so it needs at most 8 - 4. 6 + 4 fit in 12: it is never short.
+        let tree = cohort("level", "parentName: root")
+            + &cluster_queue("reclaimer", "level", "")
+            + &cluster_queue("borrower", "level", ", borrowingLimit: 2")
+            + &cluster_queue("idle", "root", "");
+        let view = state(&tree);
+        assert!(reclaimer_never_short(&view, "borrower", "reclaimer", false, "f", "cpu", |q| q == "borrower"));
+        // Borrowing while preempting, it may want its whole potential, 12.
+        assert!(!reclaimer_never_short(&view, "borrower", "reclaimer", true, "f", "cpu", |q| q == "borrower"));
     }
 
     #[test]
