@@ -303,6 +303,18 @@ fn root_of(view: &impl ClusterView, cohort: &str) -> String {
     current
 }
 
+/// Whether a cohort on the ClusterQueue's path short of the root has quota of
+/// `resource` in `flavor`: then a request of the queue's that fits that cohort
+/// beside its usage is simulated for preemption whatever the queue's own
+/// nominal quota (`fitsResourceQuota`: `mayReclaimInHierarchy` from
+/// `FindHeightOfLowestSubtreeThatFits`), within the queue as well as across it.
+pub fn fits_below_root(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str) -> bool {
+    let tree = Tree { view, flavor, resource };
+    let path = cohort_path(view, cluster_queue);
+    let below_root = path.len().saturating_sub(1);
+    path[..below_root].iter().any(|cohort| tree.subtree(Node::Cohort(cohort), &mut HashSet::new()) > 0)
+}
+
 /// The ClusterQueue's own nominal quota of `resource` in `flavor`.
 pub fn nominal(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
     let tree = Tree { view, flavor, resource };

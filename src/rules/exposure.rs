@@ -20,7 +20,9 @@ use std::fmt;
 
 use super::priority::{self, ClassKind, PriorityClassRef};
 use super::{Denial, Explain, Reason, Subject, WayOut, join, passes};
-use crate::cluster::quota::{borrower_side_can_be_over, nominal, reclaimer_can_take_back, reclaimer_never_short};
+use crate::cluster::quota::{
+    borrower_side_can_be_over, fits_below_root, nominal, reclaimer_can_take_back, reclaimer_never_short,
+};
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::workload::{CHECKPOINTING_ANNOTATION, PRIORITY_CLASS_LABEL};
 
@@ -132,7 +134,8 @@ pub fn exposure(view: &impl ClusterView, cq_name: &str, priority: i32, usage: &U
 
 /// A preemptor in the same ClusterQueue. It needs preemption only where the
 /// queue's own quota is (`fitsResourceQuota`: up to nominal), unless it may
-/// preempt while borrowing (`canPreemptWhileBorrowing`).
+/// preempt while borrowing (`canPreemptWhileBorrowing`) or its request fits a
+/// cohort below the root of the tree (`mayReclaimInHierarchy`; saved case s1-64432).
 fn within_cluster_queue(
     view: &impl ClusterView,
     cq_name: &str,
@@ -147,8 +150,11 @@ fn within_cluster_queue(
         WithinClusterQueue::LowerOrNewerEqualPriority => None,
     };
     let while_borrowing = queue.cohort.is_some() && preempts_while_borrowing(view, queue);
-    let (flavor, resource) =
-        held.iter().find(|(flavor, resource)| nominal(view, cq_name, flavor, resource) > 0 || while_borrowing)?;
+    let (flavor, resource) = held.iter().find(|(flavor, resource)| {
+        nominal(view, cq_name, flavor, resource) > 0
+            || while_borrowing
+            || fits_below_root(view, cq_name, flavor, resource)
+    })?;
     Some(Exposure::WithinClusterQueue {
         policy: queue.within_cluster_queue,
         by,
