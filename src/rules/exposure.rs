@@ -367,6 +367,39 @@ mod tests {
     }
 
     #[test]
+    fn within_its_queue_a_request_that_fits_a_cohort_below_the_root_preempts_without_nominal_quota() {
+        // Saved MISS s1-64432: q has no cpu of its own, borrows up to 2, and preempts
+        // LowerPriority within itself. In a flat cohort its preemptor never
+        // simulates preemption (nominal 0); under a cohort below the root it does.
+        let documents = |cohort_spec: &str| {
+            let queue = |name: &str, cpu: u32, extra: &str| {
+                format!(
+                    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec:\n  cohortName: inner\n  \
+                     namespaceSelector: {{}}\n  preemption: {{withinClusterQueue: LowerPriority}}\n  resourceGroups: [{{coveredResources: [cpu], \
+                     flavors: [{{name: f, resources: [{{name: cpu, nominalQuota: {cpu}{extra}}}]}}]}}]\n"
+                )
+            };
+            vec![
+                queue("q", 0, ", borrowingLimit: 2"),
+                queue("lender", 4, ""),
+                format!(
+                    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: inner}}\nspec: {{{cohort_spec}}}\n"
+                ),
+                "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n"
+                    .to_string(),
+            ]
+        };
+        let exposure_in = |cohort_spec: &str| {
+            let documents = documents(cohort_spec);
+            let state = state_with(&documents.iter().map(String::as_str).collect::<Vec<_>>());
+            exposure(&state, "q", 0, &held())
+        };
+        assert_eq!(exposure_in(""), None, "flat: the preemptor needs nominal quota it does not have");
+        let nested = exposure_in("parentName: root");
+        assert!(matches!(nested, Some(Exposure::WithinClusterQueue { .. })), "{nested:?}");
+    }
+
+    #[test]
     fn with_fair_sharing_a_queue_that_reclaims_preempts_while_borrowing() {
         // Classical: all it holds is borrowed, and borrowWithinCohort is unset, so
         // a same-queue preemptor never preempts (fitsResourceQuota).
