@@ -1,14 +1,13 @@
 //! The webhook routes. [`router`] builds them from an [`AppState`], so tests can
 //! drive the exact router the server runs.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
+use axum::extract::State;
+use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
@@ -58,21 +57,13 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn handle(
-    webhook: Webhook,
-    State(app): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
-    body: Body,
-) -> Response {
+async fn handle(webhook: Webhook, State(app): State<AppState>, uri: Uri, body: Body) -> Response {
     let started = Instant::now();
     let result = match read_body(body, app.limits.max_body_bytes).await {
         Ok(bytes) if app.noop => noop(&bytes),
         Ok(bytes) => {
-            let deadline = deadline(query.get("timeout").map(String::as_str), &app.limits);
-            match tokio::time::timeout(deadline, review(&app, webhook, &bytes)).await {
-                Ok(result) => result,
-                Err(_) => Err(Error::Timeout(format!("review took longer than {deadline:?}"))),
-            }
+            let deadline = started + deadline(query_param(&uri, "timeout"), &app.limits);
+            review(&app, webhook, &bytes, deadline).await
         }
         Err(error) => Err(error),
     };
@@ -106,6 +97,11 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, Error> {
     })
 }
 
+/// One query parameter, undecoded: the API server sends only `?timeout=10s`.
+fn query_param<'u>(uri: &'u Uri, name: &str) -> Option<&'u str> {
+    uri.query()?.split('&').find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+}
+
 /// The API server appends `?timeout=10s`; answer with a margin to spare.
 fn deadline(timeout: Option<&str>, limits: &Limits) -> Duration {
     let from_api_server = timeout.and_then(parse_go_duration).map(|t| t.saturating_sub(limits.deadline_margin));
@@ -125,13 +121,15 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
         "m" => value * 60.0,
         _ => return None,
     };
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    Duration::try_from_secs_f64(seconds).ok()
 }
 
 /// Decide from the view; a denial that rests on a missing object is confirmed
 /// live before it goes out (the only API calls on the request path). A found
 /// object joins the view and the request is decided again, a few times at most.
-async fn review(app: &AppState, webhook: Webhook, body: &[u8]) -> Result<Outcome, Error> {
+/// Those lookups are the only waits, so only they are bounded by the deadline:
+/// deciding is synchronous and bounded by the view.
+async fn review(app: &AppState, webhook: Webhook, body: &[u8], deadline: Instant) -> Result<Outcome, Error> {
     const MOST_LOOKUPS: usize = 3;
     if !app.cluster.is_synced() {
         return Err(Error::NotReady("the cluster view has not synced yet".into()));
@@ -141,7 +139,11 @@ async fn review(app: &AppState, webhook: Webhook, body: &[u8]) -> Result<Outcome
     for _ in 0..MOST_LOOKUPS {
         let Some(absent) = decision.unconfirmed.clone() else { break };
         let namespace = request.namespace().unwrap_or_default();
-        let found = app.cluster.confirm_absent(namespace, &absent, app.limits.confirm_timeout).await?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::Timeout(format!("no time left to confirm {absent:?} before the API server's deadline")));
+        }
+        let found = app.cluster.confirm_absent(namespace, &absent, left.min(app.limits.confirm_timeout)).await?;
         let result = if found { "found" } else { "absent" };
         app.metrics.confirm_lookups.get_or_create(&crate::telemetry::ObjectLabels { kind: result }).inc();
         if !found {
@@ -266,5 +268,16 @@ mod tests {
         assert_eq!(deadline(None, &limits), limits.review_deadline);
         assert_eq!(parse_go_duration("30s"), Some(Duration::from_secs(30)));
         assert_eq!(parse_go_duration("-1s"), None);
+        assert_eq!(parse_go_duration("100000000000000000000s"), None, "too long for a Duration: refused, no panic");
+        assert_eq!(deadline(Some("100000000000000000000s"), &limits), limits.review_deadline);
+    }
+
+    #[test]
+    fn the_timeout_is_read_from_the_query() {
+        let uri = |text: &str| text.parse::<Uri>().unwrap();
+        assert_eq!(query_param(&uri("/mutate?timeout=10s"), "timeout"), Some("10s"));
+        assert_eq!(query_param(&uri("/mutate?a=1&timeout=3s"), "timeout"), Some("3s"));
+        assert_eq!(query_param(&uri("/mutate?timeouts=3s"), "timeout"), None);
+        assert_eq!(query_param(&uri("/mutate"), "timeout"), None);
     }
 }
