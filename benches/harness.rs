@@ -71,14 +71,26 @@ pub struct Server {
 
 impl Server {
     pub fn start(cpu: Option<usize>, cert: &Path, key: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_binary(BIN, cpu, cert, key, args, env)
+    }
+
+    /// The same, from another build of eval-admission (an A/B of a change).
+    pub fn start_binary(
+        binary: &str,
+        cpu: Option<usize>,
+        cert: &Path,
+        key: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let (port, admin) = (free_port(), free_port());
         let mut command = match cpu {
             Some(cpu) => {
                 let mut c = Command::new("taskset");
-                c.args(["-c", &cpu.to_string(), BIN]);
+                c.args(["-c", &cpu.to_string(), binary]);
                 c
             }
-            None => Command::new(BIN),
+            None => Command::new(binary),
         };
         command
             .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--admin-listen", &format!("127.0.0.1:{admin}")])

@@ -4,6 +4,9 @@
 //! Open loop at a sweep of fixed rates: each request is sent when due, whether
 //! or not earlier ones were answered, so a slow server cannot slow the load down.
 //! Noop and full runs alternate. Writes $BENCH_OUT/load.json.
+//!
+//! `BENCH_BASELINE=/path/to/eval-admission`: an A/B of a change instead; the
+//! "noop" runs are that build's full server, so the ratio is this build over it.
 
 mod fixtures;
 mod harness;
@@ -104,7 +107,12 @@ fn main() {
     let cluster = cluster.to_str().unwrap();
     // One worker thread: the server has one core; tokio would otherwise size its pool to the machine.
     let env = [("TOKIO_WORKER_THREADS", "1")];
-    let noop = harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env);
+    let noop = match std::env::var("BENCH_BASELINE") {
+        Ok(baseline) => {
+            harness::Server::start_binary(&baseline, server_cpu, &cert, &key, &["--cluster", cluster], &env)
+        }
+        Err(_) => harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env),
+    };
     // BENCH_FULL_RUST_LOG=warn: the full server without its per-review log line, to see what that line costs.
     let full_log = std::env::var("BENCH_FULL_RUST_LOG").unwrap_or_else(|_| "info".into());
     let full_env = [env[0], ("RUST_LOG", full_log.as_str())];
