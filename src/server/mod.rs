@@ -88,13 +88,15 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub async fn serve(args: ServeArgs) -> Result<(), Error> {
-    crate::telemetry::init_logging(args.log_format);
+    let logging = crate::telemetry::init_logging(args.log_format)?;
     // Signal handlers first: a SIGTERM at any point after this starts the graceful shutdown.
     let shutdown = Shutdown::new();
     let on_signals =
         shutdown.clone().on_signals(args.shutdown_delay).map_err(|e| Error::Listen(format!("process signals: {e}")))?;
     let config = Arc::new(Config::load(args.config.as_deref())?);
-    let metrics = Arc::new(Metrics::new());
+    let mut metrics = Metrics::new();
+    metrics.count_dropped_log_lines(logging.dropped_lines());
+    let metrics = Arc::new(metrics);
     let certificates = Arc::new(tls::CertStore::load(&args.tls_cert, &args.tls_key)?);
     let acceptor = TlsAcceptor::from(Arc::new(certificates.server_config()?));
 

@@ -1,0 +1,239 @@
+//! The log writer: a review never waits on stdout. Lines go into one bounded
+//! in-memory batch; a thread of its own wakes when a batch starts, lets it fill
+//! for a short window, and writes it in one call. A line that finds the batch
+//! full is dropped and counted.
+//!
+//! Why not a channel with one message per line (tracing-appender's
+//! `non_blocking`): measured side by side at 2,000 Job CREATEs/s, waking the
+//! writer thread for every line cost the server more CPU (+16 µs a review) than
+//! writing the line itself; a batch wakes it at most once per window.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tracing_subscriber::fmt::MakeWriter;
+
+/// Where the subscriber writes its lines.
+#[derive(Clone)]
+pub struct BatchedWriter {
+    shared: Arc<Shared>,
+}
+
+/// Writes what is left when dropped, then stops the writer thread.
+pub struct FlushOnDrop {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Lines refused because the batch was full, or lost to a failed write.
+#[derive(Clone, Debug)]
+pub struct DroppedLines(Arc<Shared>);
+
+impl DroppedLines {
+    pub fn get(&self) -> u64 {
+        self.0.dropped.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    batch: Mutex<Vec<u8>>,
+    started: Condvar,
+    closed: AtomicBool,
+    dropped: AtomicU64,
+    capacity: usize,
+}
+
+impl Shared {
+    fn batch(&self) -> MutexGuard<'_, Vec<u8>> {
+        self.batch.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Starts the writer thread. At most `capacity` bytes wait in the batch (and as
+/// many again while a batch is being written); `window` is how long a started
+/// batch gathers lines before it is written, so how late a line may appear.
+pub fn spawn(
+    out: impl Write + Send + 'static,
+    capacity: usize,
+    window: Duration,
+) -> std::io::Result<(BatchedWriter, FlushOnDrop)> {
+    let shared = Arc::new(Shared {
+        batch: Mutex::new(Vec::with_capacity(capacity.min(64 * 1024))),
+        started: Condvar::new(),
+        closed: AtomicBool::new(false),
+        dropped: AtomicU64::new(0),
+        capacity,
+    });
+    let worker = shared.clone();
+    let thread =
+        std::thread::Builder::new().name("log-writer".into()).spawn(move || write_batches(&worker, out, window))?;
+    Ok((BatchedWriter { shared: shared.clone() }, FlushOnDrop { shared, thread: Some(thread) }))
+}
+
+impl BatchedWriter {
+    pub fn dropped_lines(&self) -> DroppedLines {
+        DroppedLines(self.shared.clone())
+    }
+}
+
+fn write_batches(shared: &Shared, mut out: impl Write, window: Duration) {
+    let closed = || shared.closed.load(Ordering::Acquire);
+    let mut writing = Vec::new();
+    loop {
+        let mut batch = shared.batch();
+        while batch.is_empty() && !closed() {
+            batch = shared.started.wait(batch).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        if batch.is_empty() {
+            return;
+        }
+        // Let the batch gather lines; closing cuts the window short.
+        let (gathered, _) = shared
+            .started
+            .wait_timeout_while(batch, window, |_| !closed())
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        batch = gathered;
+        std::mem::swap(&mut *batch, &mut writing);
+        drop(batch);
+        if out.write_all(&writing).and_then(|()| out.flush()).is_err() {
+            let lost = writing.iter().filter(|&&byte| byte == b'\n').count();
+            shared.dropped.fetch_add(lost as u64, Ordering::Relaxed);
+        }
+        writing.clear();
+    }
+}
+
+impl Drop for FlushOnDrop {
+    fn drop(&mut self) {
+        {
+            // Under the lock, so the writer cannot miss it between its check and its wait.
+            let _batch = self.shared.batch();
+            self.shared.closed.store(true, Ordering::Release);
+        }
+        self.shared.started.notify_one();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One line per call: the fmt layer formats an event whole, then writes it once.
+pub struct LineSink<'a>(&'a Shared);
+
+impl Write for LineSink<'_> {
+    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+        let mut batch = self.0.batch();
+        if batch.len() + line.len() > self.0.capacity {
+            self.0.dropped.fetch_add(1, Ordering::Relaxed);
+            return Ok(line.len());
+        }
+        let first = batch.is_empty();
+        batch.extend_from_slice(line);
+        drop(batch);
+        if first {
+            self.0.started.notify_one();
+        }
+        Ok(line.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for BatchedWriter {
+    type Writer = LineSink<'a>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        LineSink(&self.shared)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An output that records each write, after `release` lets it.
+    struct Recorder {
+        written: Writes,
+        release: std::sync::mpsc::Receiver<()>,
+    }
+
+    impl Write for Recorder {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let _ = self.release.recv();
+            self.written.lock().unwrap().push(bytes.to_vec());
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    type Writes = Arc<Mutex<Vec<Vec<u8>>>>;
+
+    fn recorder() -> (Recorder, Writes, std::sync::mpsc::Sender<()>) {
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let (release, released) = std::sync::mpsc::channel();
+        (Recorder { written: written.clone(), release: released }, written, release)
+    }
+
+    #[test]
+    fn lines_written_in_a_window_go_out_in_one_write_and_in_order() {
+        let (out, written, release) = recorder();
+        drop(release); // never blocks
+        let (writer, flush) = spawn(out, 1024, Duration::from_secs(60)).unwrap();
+        for line in ["one\n", "two\n", "three\n"] {
+            writer.make_writer().write_all(line.as_bytes()).unwrap();
+        }
+        drop(flush); // cuts the window short
+        assert_eq!(*written.lock().unwrap(), vec![b"one\ntwo\nthree\n".to_vec()]);
+        assert_eq!(writer.dropped_lines().get(), 0);
+    }
+
+    /// Polls until `written` holds `count` writes.
+    fn wait_for_writes(written: &Writes, count: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while written.lock().unwrap().len() < count {
+            assert!(std::time::Instant::now() < deadline, "a line into an empty batch wakes the writer");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn an_idle_writer_wakes_for_the_next_line() {
+        let (out, written, release) = recorder();
+        drop(release);
+        let (writer, _flush) = spawn(out, 1024, Duration::ZERO).unwrap();
+        writer.make_writer().write_all(b"a\n").unwrap();
+        wait_for_writes(&written, 1);
+        std::thread::sleep(Duration::from_millis(50)); // the writer goes back to waiting
+        writer.make_writer().write_all(b"b\n").unwrap();
+        wait_for_writes(&written, 2);
+    }
+
+    #[test]
+    fn a_stalled_reader_costs_lines_not_memory_and_they_are_counted() {
+        let (out, written, release) = recorder();
+        let (writer, flush) = spawn(out, 10, Duration::ZERO).unwrap();
+        writer.make_writer().write_all(b"first\n").unwrap();
+        // The writer thread wakes, takes "first" and stalls in its write; then the batch fills.
+        let woken = std::time::Instant::now() + Duration::from_secs(30);
+        while !writer.shared.batch().is_empty() {
+            assert!(std::time::Instant::now() < woken, "a line into an empty batch wakes the writer");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for _ in 0..5 {
+            writer.make_writer().write_all(b"line\n").unwrap();
+        }
+        assert_eq!(writer.dropped_lines().get(), 3, "two 5-byte lines fit in 10 bytes");
+        assert!(writer.shared.batch().capacity() <= 64, "the batch does not grow past its limit");
+        drop(release);
+        drop(flush);
+        assert_eq!(written.lock().unwrap().concat(), b"first\nline\nline\n");
+    }
+}
