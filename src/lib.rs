@@ -2,6 +2,7 @@
 //! benchmark workloads. See README.md for the rules and how to run it.
 
 pub mod admission;
+pub mod cache;
 pub mod cli;
 pub mod cluster;
 pub mod config;

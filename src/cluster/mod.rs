@@ -2,16 +2,15 @@
 //!
 //! [`ClusterView`] is the lookup interface the rules are written against.
 //! [`ClusterState`] implements it with plain maps; it is filled either from a
-//! state file ([`state_file`]) or, in a cluster, by watch caches ([`watch`]).
+//! state file ([`state_file`]) or, in a cluster, by the watch caches in
+//! [`crate::cache`], which hold it behind a lock and keep it current.
 
 pub mod active;
-pub mod cache;
 pub mod kueue_config;
 pub mod objects;
 pub mod quota;
 pub mod selector;
 pub mod state_file;
-pub mod watch;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;

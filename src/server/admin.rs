@@ -10,7 +10,7 @@ use axum::routing::get;
 
 use super::routes::text;
 use super::shutdown::Shutdown;
-use crate::cluster::cache::ClusterCache;
+use crate::cache::ClusterCache;
 use crate::telemetry::Metrics;
 
 #[derive(Clone)]

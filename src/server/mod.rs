@@ -16,8 +16,9 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::cluster::cache::ClusterCache;
-use crate::cluster::{state_file, watch};
+use crate::cache::ClusterCache;
+use crate::cache::watch;
+use crate::cluster::state_file;
 use crate::config::Config;
 use crate::error::Error;
 use crate::telemetry::{LogFormat, Metrics};

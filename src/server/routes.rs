@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
 use crate::admission::{self, Outcome, Webhook, request};
-use crate::cluster::cache::ClusterCache;
+use crate::cache::ClusterCache;
 use crate::config::Config;
 use crate::error::Error;
 use crate::telemetry::{ErrorLabels, Metrics, ReviewLabels, WebhookLabels};

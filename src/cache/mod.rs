@@ -1,5 +1,7 @@
 //! The cluster view the server reads: a [`ClusterState`] behind a lock, filled
-//! once from a state file or kept current by the watch caches in [`super::watch`].
+//! once from a state file or kept current by the watch caches in [`watch`].
+
+pub mod watch;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, RwLock, RwLockReadGuard};
@@ -7,8 +9,7 @@ use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject};
 
-use super::objects;
-use super::{ClusterState, ObjectCounts};
+use crate::cluster::{ClusterState, ObjectCounts, objects};
 use crate::error::Error;
 use crate::rules::Absent;
 

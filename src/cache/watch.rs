@@ -19,9 +19,9 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::task::JoinHandle;
 
-use super::cache::ClusterCache;
-use super::kueue_config::KueueConfig;
-use super::objects::{self, ClusterObject, KUEUE_GROUP, LOCAL_QUEUE_CRD, NamespaceInfo};
+use super::ClusterCache;
+use crate::cluster::kueue_config::KueueConfig;
+use crate::cluster::objects::{self, ClusterObject, KUEUE_GROUP, LOCAL_QUEUE_CRD, NamespaceInfo};
 use crate::workload::DEFAULT_QUEUE_ANNOTATION;
 
 /// Kinds whose first list must complete before the view is synced.
