@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::admission::{self, Webhook};
+use crate::admission::{self, BadReview, Webhook};
 use crate::cluster::{ClusterState, ClusterView, state_file};
 use crate::config::Config;
 use crate::error::Error;
@@ -23,8 +23,7 @@ pub fn manifests(config: Option<&Path>, out: Option<&Path>) -> Result<Option<Str
     };
     for (name, text) in rendered.files() {
         let path = dir.join(name);
-        std::fs::write(&path, text)
-            .map_err(|e| Error::Io(std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))))?;
+        std::fs::write(&path, text).map_err(|source| Error::Write { path: path.clone(), source })?;
     }
     Ok(None)
 }
@@ -46,7 +45,8 @@ pub fn review(cluster: &Path, config: Option<&Path>, request: &Path) -> Result<R
 /// Runs the chain on an AdmissionReview value.
 pub fn review_value(config: &Config, state: &ClusterState, mut review: Value) -> Result<ReviewReport, Error> {
     let body = serde_json::to_vec(&review).map_err(|e| Error::RequestFile(e.to_string()))?;
-    let mutating = admission::review(Webhook::Mutate, &body, config, state)?;
+    let bad_request = |BadReview(reason)| Error::RequestFile(reason);
+    let mutating = admission::review(Webhook::Mutate, &body, config, state).map_err(bad_request)?;
     let mutating_json = parse_body(&mutating.body);
     let mut object = review.pointer("/request/object").cloned().unwrap_or(Value::Null);
     if !mutating.decision.allowed {
@@ -61,7 +61,7 @@ pub fn review_value(config: &Config, state: &ClusterState, mut review: Value) ->
         .map_err(|e| Error::RequestFile(format!("the mutating patch does not apply: {e}")))?;
     review["request"]["object"] = object.clone();
     let body = serde_json::to_vec(&review).map_err(|e| Error::RequestFile(e.to_string()))?;
-    let validating = admission::review(Webhook::Validate, &body, config, state)?;
+    let validating = admission::review(Webhook::Validate, &body, config, state).map_err(bad_request)?;
     Ok(ReviewReport {
         output: json!({"mutating": mutating_json, "validating": parse_body(&validating.body), "object": object,
             "kueueConfiguration": state.kueue_config().summary()}),

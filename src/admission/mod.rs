@@ -13,9 +13,14 @@ use json_patch::Patch;
 
 use crate::cluster::ClusterView;
 use crate::config::Config;
-use crate::error::Error;
 use crate::rules::{self, Absent, Denial, Reason, Subject, Verdict};
 use crate::workload::{Workload, WorkloadKind};
+
+/// A body that is not an AdmissionReview we can answer; the reason is for the
+/// API server's log (the server answers 400).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed AdmissionReview: {0}")]
+pub struct BadReview(pub String);
 pub use request::{Operation, Request};
 
 /// The two webhooks the server exposes.
@@ -103,7 +108,7 @@ pub struct Outcome {
 }
 
 /// Decodes, decides and encodes one review.
-pub fn review(webhook: Webhook, body: &[u8], config: &Config, view: &impl ClusterView) -> Result<Outcome, Error> {
+pub fn review(webhook: Webhook, body: &[u8], config: &Config, view: &impl ClusterView) -> Result<Outcome, BadReview> {
     let request = request::decode(body)?;
     let decision = decide(webhook, &request, config, view)?;
     Ok(outcome(request, decision))
@@ -111,7 +116,7 @@ pub fn review(webhook: Webhook, body: &[u8], config: &Config, view: &impl Cluste
 
 /// The benchmark baseline (`serve --noop`): read the same body, decode only the
 /// uid, answer allowed. Returns the uid and the response body.
-pub fn review_noop(body: &[u8]) -> Result<(String, Vec<u8>), Error> {
+pub fn review_noop(body: &[u8]) -> Result<(String, Vec<u8>), BadReview> {
     #[derive(serde::Deserialize)]
     struct Uid {
         uid: String,
@@ -120,8 +125,8 @@ pub fn review_noop(body: &[u8]) -> Result<(String, Vec<u8>), Error> {
     struct UidOnly {
         request: Option<Uid>,
     }
-    let review: UidOnly = serde_json::from_slice(body).map_err(|e| Error::BadReview(e.to_string()))?;
-    let uid = review.request.ok_or_else(|| Error::BadReview("no request in the AdmissionReview".into()))?.uid;
+    let review: UidOnly = serde_json::from_slice(body).map_err(|e| BadReview(e.to_string()))?;
+    let uid = review.request.ok_or_else(|| BadReview("no request in the AdmissionReview".into()))?.uid;
     let body = response::encode(&uid, &Decision::allow(Reason::NotAWorkload));
     Ok((uid, body))
 }
@@ -133,7 +138,7 @@ pub fn decide(
     request: &Request,
     config: &Config,
     view: &impl ClusterView,
-) -> Result<Decision, Error> {
+) -> Result<Decision, BadReview> {
     if webhook == Webhook::Mutate && request.operation != Operation::Create {
         return Ok(Decision::allow(Reason::OperationNotReviewed));
     }
@@ -184,7 +189,7 @@ struct Target<'r> {
 /// The workload in a request the webhooks review; `Ok(Err(reason))` means the
 /// request is not one (another kind, a subresource, another operation) and is
 /// allowed untouched. A request that lacks what its operation must carry is an error.
-fn target(request: &Request) -> Result<Result<Target<'_>, Reason>, Error> {
+fn target(request: &Request) -> Result<Result<Target<'_>, Reason>, BadReview> {
     let Some(kind) = request.workload_kind() else {
         return Ok(Err(Reason::NotAWorkload));
     };
@@ -195,14 +200,14 @@ fn target(request: &Request) -> Result<Result<Target<'_>, Reason>, Error> {
         return Ok(Err(Reason::OperationNotReviewed));
     }
     let Some(workload) = request.object.as_ref() else {
-        return Err(Error::BadReview(format!("{} {} without an object", request.operation.as_str(), kind)));
+        return Err(BadReview(format!("{} {} without an object", request.operation.as_str(), kind)));
     };
     let Some(namespace) = request.namespace() else {
-        return Err(Error::BadReview(format!("{kind} request without a namespace")));
+        return Err(BadReview(format!("{kind} request without a namespace")));
     };
     let old = request.old_object.as_ref();
     if request.operation == Operation::Update && old.is_none() {
-        return Err(Error::BadReview(format!("UPDATE of {kind} without oldObject")));
+        return Err(BadReview(format!("UPDATE of {kind} without oldObject")));
     }
     Ok(Ok(Target { subject: Subject { kind, namespace, workload }, old }))
 }

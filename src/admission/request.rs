@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use crate::error::Error;
+use super::BadReview;
 use crate::workload::{Workload, WorkloadKind};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -117,17 +117,17 @@ struct RequestHead {
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 
-/// Decodes an AdmissionReview body. Errors are [`Error::BadReview`] with a reason
+/// Decodes an AdmissionReview body. Errors are [`BadReview`] with a reason
 /// a person can read in the API server's log.
-pub fn decode(body: &[u8]) -> Result<Request, Error> {
+pub fn decode(body: &[u8]) -> Result<Request, BadReview> {
     match serde_json::from_slice::<Review<Request>>(body) {
         Ok(review) => unwrap_review(review),
         Err(full_error) => {
             let head = serde_json::from_slice::<Review<RequestHead>>(body)
-                .map_err(|e| Error::BadReview(format!("not an AdmissionReview: {e}")))
+                .map_err(|e| BadReview(format!("not an AdmissionReview: {e}")))
                 .and_then(unwrap_review)?;
             if WorkloadKind::from_group_kind(&head.kind.group, &head.kind.kind).is_some() {
-                return Err(Error::BadReview(format!("{} object does not decode: {full_error}", head.kind.kind)));
+                return Err(BadReview(format!("{} object does not decode: {full_error}", head.kind.kind)));
             }
             let _ = (head.object, head.old_object);
             Ok(Request {
@@ -146,16 +146,16 @@ pub fn decode(body: &[u8]) -> Result<Request, Error> {
     }
 }
 
-fn unwrap_review<R>(review: Review<R>) -> Result<R, Error> {
+fn unwrap_review<R>(review: Review<R>) -> Result<R, BadReview> {
     if let Some(version) = review.api_version.as_deref().filter(|v| *v != API_VERSION) {
-        return Err(Error::BadReview(format!(
+        return Err(BadReview(format!(
             "apiVersion {version} is not supported; register the webhook with admissionReviewVersions [v1]"
         )));
     }
     if let Some(kind) = review.kind.as_deref().filter(|k| *k != "AdmissionReview") {
-        return Err(Error::BadReview(format!("kind {kind} is not AdmissionReview")));
+        return Err(BadReview(format!("kind {kind} is not AdmissionReview")));
     }
-    review.request.ok_or_else(|| Error::BadReview("no request in the AdmissionReview".into()))
+    review.request.ok_or_else(|| BadReview("no request in the AdmissionReview".into()))
 }
 
 #[cfg(test)]

@@ -10,8 +10,20 @@ use std::time::Duration;
 use kube::api::{Api, ApiResource, DynamicObject};
 
 use crate::cluster::{ClusterState, ObjectCounts, objects};
-use crate::error::Error;
 use crate::rules::Absent;
+
+/// A live lookup that could not say whether an object exists.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    #[error("timed out {0}")]
+    Timeout(String),
+    #[error("{what}: {source}")]
+    Api {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+}
 
 pub struct ClusterCache {
     state: RwLock<ClusterState>,
@@ -86,7 +98,12 @@ impl ClusterCache {
     /// watch cache may lag one created a moment ago (a Namespace, its LocalQueue
     /// and a Job applied together). A found object goes into the view.
     /// Without a live cluster the view is authoritative: `Ok(false)`.
-    pub async fn confirm_absent(&self, namespace: &str, absent: &Absent, timeout: Duration) -> Result<bool, Error> {
+    pub async fn confirm_absent(
+        &self,
+        namespace: &str,
+        absent: &Absent,
+        timeout: Duration,
+    ) -> Result<bool, LookupError> {
         let Some(live) = &self.live else { return Ok(false) };
         let (kind, name) = match absent {
             Absent::LocalQueue(name) => ("LocalQueue", name),
@@ -99,8 +116,10 @@ impl ClusterCache {
         let what = || format!("confirming {kind} {name}");
         let found = if kind == "PriorityClass" {
             let api: Api<k8s_openapi::api::scheduling::v1::PriorityClass> = Api::all(live.client.clone());
-            let found =
-                tokio::time::timeout(timeout, api.get_opt(name)).await.map_err(|_| Error::Timeout(what()))??;
+            let found = tokio::time::timeout(timeout, api.get_opt(name))
+                .await
+                .map_err(|_| LookupError::Timeout(what()))?
+                .map_err(|source| LookupError::Api { what: what(), source })?;
             found.map(|class| ("scheduling.k8s.io/v1".to_string(), serde_json::to_value(class)))
         } else {
             let resource = live.kueue_resources.lock().unwrap_or_else(|p| p.into_inner()).get(kind).cloned();
@@ -110,8 +129,10 @@ impl ClusterCache {
             } else {
                 Api::all_with(live.client.clone(), &resource)
             };
-            let found =
-                tokio::time::timeout(timeout, api.get_opt(name)).await.map_err(|_| Error::Timeout(what()))??;
+            let found = tokio::time::timeout(timeout, api.get_opt(name))
+                .await
+                .map_err(|_| LookupError::Timeout(what()))?
+                .map_err(|source| LookupError::Api { what: what(), source })?;
             found.map(|object| (resource.api_version.clone(), serde_json::to_value(object)))
         };
         let Some((api_version, Ok(value))) = found else { return Ok(false) };

@@ -1,9 +1,12 @@
 //! `eval-admission serve`: the HTTPS webhook server and its admin port.
 
 pub mod admin;
+mod review_error;
 pub mod routes;
 pub mod shutdown;
 pub mod tls;
+
+pub use review_error::ReviewError;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -89,11 +92,10 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub async fn serve(args: ServeArgs) -> Result<(), Error> {
-    let logging = crate::telemetry::init_logging(args.log_format)?;
+    let logging = crate::telemetry::init_logging(args.log_format).map_err(Error::Logging)?;
     // Signal handlers first: a SIGTERM at any point after this starts the graceful shutdown.
     let shutdown = Shutdown::new();
-    let on_signals =
-        shutdown.clone().on_signals(args.shutdown_delay).map_err(|e| Error::Listen(format!("process signals: {e}")))?;
+    let on_signals = shutdown.clone().on_signals(args.shutdown_delay).map_err(Error::Signals)?;
     let config = Arc::new(Config::load(args.config.as_deref())?);
     let mut metrics = Metrics::new();
     metrics.count_dropped_log_lines(logging.dropped_lines());
@@ -117,10 +119,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     };
 
     let listener =
-        TcpListener::bind(args.listen).await.map_err(|e| Error::Tls(format!("binding {}: {e}", args.listen)))?;
+        TcpListener::bind(args.listen).await.map_err(|source| Error::Listen { address: args.listen, source })?;
     let admin_listener = TcpListener::bind(args.admin_listen)
         .await
-        .map_err(|e| Error::Tls(format!("binding {}: {e}", args.admin_listen)))?;
+        .map_err(|source| Error::Listen { address: args.admin_listen, source })?;
     tracing::info!(listen = %args.listen, admin = %args.admin_listen, noop = args.noop, "eval-admission serving");
 
     tokio::spawn(on_signals);

@@ -11,10 +11,10 @@ use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
-use crate::admission::{self, Outcome, Webhook, request};
+use crate::admission::{self, BadReview, Outcome, Webhook, request};
 use crate::cache::ClusterCache;
 use crate::config::Config;
-use crate::error::Error;
+use crate::server::ReviewError;
 use crate::telemetry::{ErrorLabels, Metrics, ReviewLabels, WebhookLabels};
 
 /// Everything a review needs, shared by all connections.
@@ -83,17 +83,21 @@ async fn handle(webhook: Webhook, State(app): State<AppState>, uri: Uri, body: B
             let label = ErrorLabels { webhook: webhook.as_str(), error: error.metric_label() };
             app.metrics.review_errors.get_or_create(&label).inc();
             tracing::warn!(webhook = webhook.as_str(), error = %error, "review failed");
-            (error.status_code(), format!("{error}\n")).into_response()
+            error.into_response()
         }
     }
 }
 
 /// Reads the body, refusing anything over the limit before reading it all.
-async fn read_body(body: Body, limit: usize) -> Result<Bytes, Error> {
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, ReviewError> {
     axum::body::to_bytes(body, limit).await.map_err(|error| {
         let too_large =
             std::error::Error::source(&error).is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
-        if too_large { Error::BodyTooLarge { limit } } else { Error::BadReview(format!("reading the body: {error}")) }
+        if too_large {
+            ReviewError::BodyTooLarge { limit }
+        } else {
+            ReviewError::BadReview(BadReview(format!("reading the body: {error}")))
+        }
     })
 }
 
@@ -129,10 +133,10 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
 /// object joins the view and the request is decided again, a few times at most.
 /// Those lookups are the only waits, so only they are bounded by the deadline:
 /// deciding is synchronous and bounded by the view.
-async fn review(app: &AppState, webhook: Webhook, body: &[u8], deadline: Instant) -> Result<Outcome, Error> {
+async fn review(app: &AppState, webhook: Webhook, body: &[u8], deadline: Instant) -> Result<Outcome, ReviewError> {
     const MOST_LOOKUPS: usize = 3;
     if !app.cluster.is_synced() {
-        return Err(Error::NotReady("the cluster view has not synced yet".into()));
+        return Err(ReviewError::NotReady("the cluster view has not synced yet"));
     }
     let request = request::decode(body)?;
     let mut decision = admission::decide(webhook, &request, &app.config, &*app.cluster.read())?;
@@ -141,7 +145,9 @@ async fn review(app: &AppState, webhook: Webhook, body: &[u8], deadline: Instant
         let namespace = request.namespace().unwrap_or_default();
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(Error::Timeout(format!("no time left to confirm {absent:?} before the API server's deadline")));
+            return Err(ReviewError::Deadline(format!(
+                "no time left to confirm {absent:?} before the API server's deadline"
+            )));
         }
         let found = app.cluster.confirm_absent(namespace, &absent, left.min(app.limits.confirm_timeout)).await?;
         let result = if found { "found" } else { "absent" };
@@ -155,7 +161,7 @@ async fn review(app: &AppState, webhook: Webhook, body: &[u8], deadline: Instant
 }
 
 /// The baseline: decode only the uid and answer allowed.
-fn noop(body: &[u8]) -> Result<Outcome, Error> {
+fn noop(body: &[u8]) -> Result<Outcome, ReviewError> {
     let (uid, body) = admission::review_noop(body)?;
     Ok(Outcome {
         body,
