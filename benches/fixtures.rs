@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+use eval_admission::admission::ReviewBuilder;
+use eval_admission::workload::WorkloadKind::{Job, JobSet};
 use serde_json::{Value, json};
 
 fn env(count: usize, prefix: &str) -> Vec<Value> {
@@ -92,29 +94,17 @@ pub fn aiperf_jobset(namespace: &str) -> Value {
     jobset
 }
 
-fn review(kind: (&str, &str, &str, &str), operation: &str, object: &Value, old: Option<&Value>, user: &str) -> Vec<u8> {
-    let (group, version, kind, resource) = kind;
-    serde_json::to_vec(&json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "b6f7a0c2-5d1e-4f3a-9c8b-2e4d6f8a0b1c",
-            "kind": {"group": group, "version": version, "kind": kind},
-            "resource": {"group": group, "version": version, "resource": resource},
-            "requestKind": {"group": group, "version": version, "kind": kind},
-            "requestResource": {"group": group, "version": version, "resource": resource},
-            "name": object["metadata"]["name"], "namespace": object["metadata"]["namespace"], "operation": operation,
-            "userInfo": {"username": user, "uid": "4c1f", "groups": ["system:serviceaccounts", "system:authenticated"]},
-            "object": object, "oldObject": old, "dryRun": false,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": if operation == "CREATE" { "CreateOptions" } else { "UpdateOptions" }}}
-    }))
-    .unwrap()
+/// The builder the tests use, with a uid and user as the API server would send them.
+fn review(builder: ReviewBuilder, user: &str) -> Vec<u8> {
+    builder.uid("b6f7a0c2-5d1e-4f3a-9c8b-2e4d6f8a0b1c").user(user).to_bytes()
 }
-
-const JOB: (&str, &str, &str, &str) = ("batch", "v1", "Job", "jobs");
-const JOBSET: (&str, &str, &str, &str) = ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets");
 
 /// An EvalHub Job CREATE in team-a-namespace (gets the namespace default queue).
 pub fn job_create() -> Vec<u8> {
-    review(JOB, "CREATE", &evalhub_job("team-a-namespace"), None, "system:serviceaccount:team-a-namespace:evalhub")
+    review(
+        ReviewBuilder::create(Job, &evalhub_job("team-a-namespace")),
+        "system:serviceaccount:team-a-namespace:evalhub",
+    )
 }
 
 /// The same Job after mutation, as the validating webhook receives it.
@@ -122,7 +112,7 @@ pub fn job_create_mutated() -> Vec<u8> {
     let mut job = evalhub_job("team-a-namespace");
     job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("eval-queue");
     job["spec"]["suspend"] = json!(true);
-    review(JOB, "CREATE", &job, None, "system:serviceaccount:team-a-namespace:evalhub")
+    review(ReviewBuilder::create(Job, &job), "system:serviceaccount:team-a-namespace:evalhub")
 }
 
 /// Kueue unsuspending the queued Job: an UPDATE with both objects.
@@ -132,16 +122,13 @@ pub fn job_update() -> Vec<u8> {
     old["spec"]["suspend"] = json!(true);
     let mut new = old.clone();
     new["spec"]["suspend"] = json!(false);
-    review(JOB, "UPDATE", &new, Some(&old), "system:serviceaccount:kueue-system:kueue-controller-manager")
+    review(ReviewBuilder::update(Job, &old, &new), "system:serviceaccount:kueue-system:kueue-controller-manager")
 }
 
 /// An AIPerf JobSet CREATE in my-benchmarks (no queue label: gets the namespace default).
 pub fn jobset_create() -> Vec<u8> {
     review(
-        JOBSET,
-        "CREATE",
-        &aiperf_jobset("my-benchmarks"),
-        None,
+        ReviewBuilder::create(JobSet, &aiperf_jobset("my-benchmarks")),
         "system:serviceaccount:aiperf-system:aiperf-operator",
     )
 }

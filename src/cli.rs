@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::admission::{self, BadReview, Webhook};
+use crate::admission::{self, BadReview, ReviewBuilder, Webhook};
 use crate::cluster::{ClusterState, ClusterView, state_file};
 use crate::config::Config;
 use crate::error::Error;
@@ -99,7 +99,7 @@ pub fn admission_review(bytes: &[u8]) -> Result<Value, String> {
                 object.pointer("/metadata/namespace").and_then(Value::as_str).filter(|ns| !ns.is_empty()).ok_or_else(
                     || format!("{kind} has no metadata.namespace: set it so the review knows the namespace"),
                 )?;
-            Ok(admission::review_for_manifest(workload_kind, namespace, &object))
+            Ok(ReviewBuilder::create(workload_kind, &object).namespace(namespace).to_value())
         }
         ("", _) | (_, "") => Err("not a Kubernetes object (no apiVersion or kind)".into()),
         _ => Err(format!(

@@ -8,13 +8,16 @@
 pub mod patch;
 pub mod request;
 pub mod response;
+mod review_builder;
+
+pub use review_builder::ReviewBuilder;
 
 use json_patch::Patch;
 
 use crate::cluster::ClusterView;
 use crate::config::Config;
 use crate::rules::{self, Absent, Denial, Reason, Subject, Verdict};
-use crate::workload::{Workload, WorkloadKind};
+use crate::workload::Workload;
 
 /// A body that is not an AdmissionReview we can answer; the reason is for the
 /// API server's log (the server answers 400).
@@ -210,30 +213,6 @@ fn target(request: &Request) -> Result<Result<Target<'_>, Reason>, BadReview> {
         return Err(BadReview(format!("UPDATE of {kind} without oldObject")));
     }
     Ok(Ok(Target { subject: Subject { kind, namespace, workload }, old }))
-}
-
-/// The AdmissionReview a bare manifest would arrive as: a CREATE by `kubernetes-admin`.
-pub fn review_for_manifest(kind: WorkloadKind, namespace: &str, object: &serde_json::Value) -> serde_json::Value {
-    let (group, version) = kind.group_version();
-    serde_json::json!({
-        "apiVersion": request::API_VERSION,
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "00000000-0000-0000-0000-000000000000",
-            "kind": {"group": group, "version": version, "kind": kind.as_str()},
-            "resource": {"group": group, "version": version, "resource": kind.resource()},
-            "requestKind": {"group": group, "version": version, "kind": kind.as_str()},
-            "requestResource": {"group": group, "version": version, "resource": kind.resource()},
-            "name": object.pointer("/metadata/name").cloned().unwrap_or(serde_json::Value::Null),
-            "namespace": namespace,
-            "operation": "CREATE",
-            "userInfo": {"username": "kubernetes-admin", "groups": ["kubeadm:cluster-admins", "system:authenticated"]},
-            "object": object,
-            "oldObject": null,
-            "dryRun": false,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-        }
-    })
 }
 
 #[cfg(test)]

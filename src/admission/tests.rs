@@ -16,19 +16,13 @@ fn validate(config: &Config, view: &impl ClusterView, request: &crate::admission
 
 mod mutating {
     use super::*;
-    use crate::admission::review;
+    use crate::admission::{ReviewBuilder, review};
     use crate::rules::fixtures::*;
     use base64::Engine;
     use serde_json::{Value, json};
 
     fn create_review(object: &Value) -> Vec<u8> {
-        let kind = if object["kind"] == "JobSet" {
-            crate::workload::WorkloadKind::JobSet
-        } else {
-            crate::workload::WorkloadKind::Job
-        };
-        let namespace = object["metadata"]["namespace"].as_str().unwrap();
-        serde_json::to_vec(&crate::admission::review_for_manifest(kind, namespace, object)).unwrap()
+        ReviewBuilder::create(ReviewBuilder::kind_of(object), object).to_bytes()
     }
 
     fn response(body: &[u8]) -> Value {
@@ -133,23 +127,19 @@ mod mutating {
 
 mod validating {
     use super::*;
-    use crate::admission::review_for_manifest;
+    use crate::admission::ReviewBuilder;
     use crate::rules::fixtures::*;
     use crate::workload::WorkloadKind;
     use serde_json::{Value, json};
 
     fn validate_create(object: &Value) -> Decision {
-        let kind = if object["kind"] == "JobSet" { WorkloadKind::JobSet } else { WorkloadKind::Job };
-        let review = review_for_manifest(kind, object["metadata"]["namespace"].as_str().unwrap(), object);
-        validate(&Config::default(), &seed_state(), &decode(&serde_json::to_vec(&review).unwrap()).unwrap())
+        let review = ReviewBuilder::create(ReviewBuilder::kind_of(object), object);
+        validate(&Config::default(), &seed_state(), &decode(&review.to_bytes()).unwrap())
     }
 
     fn validate_update(old: &Value, new: &Value, username: &str) -> Decision {
-        let mut review = review_for_manifest(WorkloadKind::Job, "team-a-namespace", new);
-        review["request"]["operation"] = json!("UPDATE");
-        review["request"]["oldObject"] = old.clone();
-        review["request"]["userInfo"]["username"] = json!(username);
-        validate(&Config::default(), &seed_state(), &decode(&serde_json::to_vec(&review).unwrap()).unwrap())
+        let review = ReviewBuilder::update(WorkloadKind::Job, old, new).user(username);
+        validate(&Config::default(), &seed_state(), &decode(&review.to_bytes()).unwrap())
     }
 
     #[test]

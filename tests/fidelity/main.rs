@@ -31,7 +31,7 @@ use eval_admission::cli;
 use eval_admission::cluster::state_file;
 use eval_admission::config::Config;
 use eval_admission::rules::Reason;
-use eval_admission::workload::{QUEUE_NAME_LABEL, WorkloadKind};
+use eval_admission::workload::QUEUE_NAME_LABEL;
 use oracle::{KueueVerdict, Oracle};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -130,9 +130,7 @@ impl Category {
 fn eval_verdict(config: &Config, objects: &[Value], workload: &Value) -> EvalVerdict {
     let cluster_file = cluster_yaml(objects);
     let state = state_file::parse(cluster_file.as_bytes()).expect("the generated cluster file parses");
-    let kind = if workload["kind"] == "Job" { WorkloadKind::Job } else { WorkloadKind::JobSet };
-    let namespace = workload["metadata"]["namespace"].as_str().unwrap();
-    let review = admission::review_for_manifest(kind, namespace, workload);
+    let review = admission::ReviewBuilder::create(admission::ReviewBuilder::kind_of(workload), workload).to_value();
     let report = cli::review_value(config, &state, review).expect("review runs");
     let deciding = if report.output["validating"].is_null() { "mutating" } else { "validating" };
     let mut reason = report.output[deciding]["response"]["auditAnnotations"]["reason"].as_str().unwrap().to_string();
