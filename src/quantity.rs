@@ -206,6 +206,7 @@ fn div_away_from_zero(value: i128, divisor: i128) -> i128 {
 }
 
 /// How the suffix scales the number.
+#[derive(Debug, Clone, Copy)]
 enum Scale {
     /// times 10^exponent (decimal SI suffixes and `e<n>` exponents)
     Decimal(i64),
@@ -317,7 +318,33 @@ fn parse_quantity(text: &str) -> Result<Quantity, QuantityError> {
     }
     let scanned = scan(text)?;
     let scale = interpret_suffix(scanned.suffix).ok_or_else(|| QuantityError::Suffix(text.to_owned()))?;
+    let nano = match whole_number_nano(&scanned, scale) {
+        Some(nano) => nano,
+        None => exact_nano(text, &scanned, scale)?,
+    };
+    Ok(Quantity { nano: if scanned.negative { -nano } else { nano } })
+}
 
+/// The common case without allocating: a whole number of at most 18 digits
+/// whose scale keeps it a whole number of nano-units (`2`, `500m`, `8Gi`).
+/// `None` sends everything else, and anything that would overflow, to
+/// [`exact_nano`], which gives the same answer for what this accepts.
+fn whole_number_nano(scanned: &Scanned<'_>, scale: Scale) -> Option<i128> {
+    if !scanned.fraction.is_empty() || scanned.integer.len() > 18 {
+        return None;
+    }
+    let number = scanned.integer.iter().fold(0u128, |number, digit| number * 10 + u128::from(digit - b'0'));
+    let nano = match scale {
+        Scale::Decimal(exponent @ -9..=20) => number.checked_mul(10u128.pow((exponent + 9) as u32))?,
+        Scale::Decimal(_) => return None,
+        Scale::Binary(shift) => (number << shift).checked_mul(NANO_PER_UNIT as u128)?.min(BINARY_CAP_NANO as u128),
+    };
+    i128::try_from(nano).ok()
+}
+
+/// Any quantity, in exact decimal digits: `ParseQuantity`'s arithmetic, rounded
+/// up to a whole nano-unit.
+fn exact_nano(text: &str, scanned: &Scanned<'_>, scale: Scale) -> Result<i128, QuantityError> {
     // The number as decimal digits (most significant first) times 10^exponent.
     let mut digits: Vec<u8> = scanned.integer.iter().chain(scanned.fraction).map(|d| d - b'0').collect();
     let first_nonzero = digits.iter().position(|&d| d != 0).unwrap_or(digits.len());
@@ -337,12 +364,8 @@ fn parse_quantity(text: &str) -> Result<Quantity, QuantityError> {
             (-fraction_len, true)
         }
     };
-
-    let mut nano = digits_to_nano(&digits, exponent);
-    if binary {
-        nano = nano.min(BINARY_CAP_NANO);
-    }
-    Ok(Quantity { nano: if scanned.negative { -nano } else { nano } })
+    let nano = digits_to_nano(&digits, exponent);
+    Ok(if binary { nano.min(BINARY_CAP_NANO) } else { nano })
 }
 
 /// `digits` (decimal, most significant first) *= 2^shift, in place.
@@ -408,6 +431,39 @@ fn digits_to_nano(digits: &[u8], exponent: i64) -> i128 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_whole_number_shortcut_agrees_with_the_exact_arithmetic() {
+        const SUFFIXES: [&str; 24] = [
+            "", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "e3", "e-9", "e-10",
+            "e20", "e21", "E-3", "e0", "e29",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let (mut shortcut, mut exact_only) = (0, 0);
+        for _ in 0..50_000 {
+            let sign = ["", "-", "+"][next(3) as usize];
+            let zeros = "0".repeat(next(3) as usize);
+            let digits: String = (0..next(21)).map(|_| char::from(b'0' + next(10) as u8)).collect();
+            let text = format!("{sign}{zeros}{digits}{}", SUFFIXES[next(SUFFIXES.len() as u64) as usize]);
+            let scanned = scan(&text).unwrap();
+            let scale = interpret_suffix(scanned.suffix).unwrap();
+            match whole_number_nano(&scanned, scale) {
+                Some(nano) => {
+                    assert_eq!(Ok(nano), exact_nano(&text, &scanned, scale), "{text}");
+                    shortcut += 1;
+                }
+                None => exact_only += 1,
+            }
+        }
+        assert!(shortcut > 30_000 && exact_only > 3_000, "both paths exercised: {shortcut} / {exact_only}");
+    }
+
     use super::*;
     use serde_json::json;
 
