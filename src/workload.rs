@@ -407,9 +407,28 @@ impl PodSetRequests {
     }
 }
 
+/// The field `.1` of the object at path `.0`, written out only when an error
+/// message needs it: a well-formed workload costs no formatting.
+struct Field<'a>(&'a dyn fmt::Display, &'a str);
+
+impl fmt::Display for Field<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.0, self.1)
+    }
+}
+
+/// Item `.1` of the list at path `.0`.
+struct Item<'a>(&'a dyn fmt::Display, usize);
+
+impl fmt::Display for Item<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}]", self.0, self.1)
+    }
+}
+
 /// A count field (`parallelism`, `completions`, `replicas`): `None` when absent or
 /// null; an error unless a non-negative `int32`, as the API server requires.
-fn read_count(value: Option<&Value>, path: &str) -> Result<Option<i64>, String> {
+fn read_count(value: Option<&Value>, path: &dyn fmt::Display) -> Result<Option<i64>, String> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(value) => match value.as_i64() {
@@ -422,14 +441,18 @@ fn read_count(value: Option<&Value>, path: &str) -> Result<Option<i64>, String> 
 /// Pods of one Job: `parallelism` (API default 1), capped by `completions` when set
 /// (Kueue v0.19.2 `job_controller.go` `podsCount`, `jobset_controller.go`
 /// `PodsCountPerReplica`; batch/v1 `SetDefaults_Job` defaults `parallelism` to 1).
-fn job_pods_count(parallelism: Option<&Value>, completions: Option<&Value>, path: &str) -> Result<i64, String> {
-    let parallelism = read_count(parallelism, &format!("{path}.parallelism"))?.unwrap_or(1);
-    let completions = read_count(completions, &format!("{path}.completions"))?;
+fn job_pods_count(
+    parallelism: Option<&Value>,
+    completions: Option<&Value>,
+    path: &dyn fmt::Display,
+) -> Result<i64, String> {
+    let parallelism = read_count(parallelism, &Field(path, "parallelism"))?.unwrap_or(1);
+    let completions = read_count(completions, &Field(path, "completions"))?;
     Ok(completions.map_or(parallelism, |completions| completions.min(parallelism)))
 }
 
 /// Decodes a `ResourceList`; quantities must be valid and non-negative (API validation).
-fn resource_list(list: Option<&ResourceList>, path: &str) -> Result<ExactRequests, String> {
+fn resource_list(list: Option<&ResourceList>, path: &dyn fmt::Display) -> Result<ExactRequests, String> {
     let entries = match list {
         None => return Ok(ExactRequests::new()),
         Some(Tolerant::Malformed(found)) => return Err(format!("{path}: expected a map of quantities, found {found}")),
@@ -449,14 +472,17 @@ fn resource_list(list: Option<&ResourceList>, path: &str) -> Result<ExactRequest
 /// Requests, with limits standing in for missing requests (Kueue v0.19.2
 /// `pkg/workload/resources.go` `UseLimitsAsMissingRequestsInPod`, via
 /// `MergeResourceListKeepFirst`: a request, even `0`, wins over the limit).
-fn effective_requests(resources: Option<&Tolerant<ResourceRequirements>>, path: &str) -> Result<ExactRequests, String> {
+fn effective_requests(
+    resources: Option<&Tolerant<ResourceRequirements>>,
+    path: &dyn fmt::Display,
+) -> Result<ExactRequests, String> {
     let resources = match resources {
         None => return Ok(ExactRequests::new()),
         Some(Tolerant::Malformed(found)) => return Err(format!("{path}: expected an object, found {found}")),
         Some(Tolerant::Value(resources)) => resources,
     };
-    let mut requests = resource_list(resources.requests.as_ref(), &format!("{path}.requests"))?;
-    for (resource, limit) in resource_list(resources.limits.as_ref(), &format!("{path}.limits"))? {
+    let mut requests = resource_list(resources.requests.as_ref(), &Field(path, "requests"))?;
+    for (resource, limit) in resource_list(resources.limits.as_ref(), &Field(path, "limits"))? {
         requests.entry(resource).or_insert(limit);
     }
     Ok(requests)
@@ -481,7 +507,10 @@ fn max_into(max: &mut ExactRequests, other: &ExactRequests) {
     }
 }
 
-fn containers<'a>(list: Option<&'a TolerantList<Container>>, path: &str) -> Result<Vec<&'a Container>, String> {
+fn containers<'a>(
+    list: Option<&'a TolerantList<Container>>,
+    path: &dyn fmt::Display,
+) -> Result<Vec<&'a Container>, String> {
     match list {
         None => Ok(Vec::new()),
         Some(TolerantList::Malformed(found)) => Err(format!("{path}: expected an array, found {found}")),
@@ -508,26 +537,32 @@ fn containers<'a>(list: Option<&'a TolerantList<Container>>, path: &str) -> Resu
 /// - pod-level `resources.requests` for cpu, memory and hugepages-* replace the
 ///   aggregate when any of them is set (`IsPodLevelRequestsSet`);
 /// - `overhead` is added.
-fn pod_requests(spec: Option<&PodSpec>, path: &str) -> Result<ExactRequests, String> {
+fn pod_requests(spec: Option<&PodSpec>, path: &dyn fmt::Display) -> Result<ExactRequests, String> {
     let mut requests = ExactRequests::new();
     let Some(spec) = spec else {
         return Ok(requests);
     };
-    let containers_path = format!("{path}.containers");
+    let containers_path = Field(path, "containers");
     for (index, container) in containers(spec.containers.as_ref(), &containers_path)?.into_iter().enumerate() {
-        let own = effective_requests(container.resources.as_ref(), &format!("{containers_path}[{index}].resources"))?;
+        let own =
+            effective_requests(container.resources.as_ref(), &Field(&Item(&containers_path, index), "resources"))?;
         add_into(&mut requests, &own);
     }
 
-    let init_path = format!("{path}.initContainers");
+    let init_path = Field(path, "initContainers");
     let mut sidecars = ExactRequests::new();
     let mut init_max = ExactRequests::new();
     for (index, container) in containers(spec.init_containers.as_ref(), &init_path)?.into_iter().enumerate() {
-        let own = effective_requests(container.resources.as_ref(), &format!("{init_path}[{index}].resources"))?;
+        let own = effective_requests(container.resources.as_ref(), &Field(&Item(&init_path, index), "resources"))?;
         let is_sidecar = match &container.restart_policy {
             None | Some(Value::Null) => false,
             Some(Value::String(policy)) => policy == "Always",
-            Some(other) => return Err(format!("{init_path}[{index}].restartPolicy: expected a string, found {other}")),
+            Some(other) => {
+                return Err(format!(
+                    "{}: expected a string, found {other}",
+                    Field(&Item(&init_path, index), "restartPolicy")
+                ));
+            }
         };
         if is_sidecar {
             add_into(&mut requests, &own);
@@ -541,7 +576,7 @@ fn pod_requests(spec: Option<&PodSpec>, path: &str) -> Result<ExactRequests, Str
     }
     max_into(&mut requests, &init_max);
 
-    let pod_level = effective_requests(spec.resources.as_ref(), &format!("{path}.resources"))?;
+    let pod_level = effective_requests(spec.resources.as_ref(), &Field(path, "resources"))?;
     let supported = |resource: &str| matches!(resource, "cpu" | "memory") || resource.starts_with("hugepages-");
     if pod_level.keys().any(|resource| supported(resource)) {
         for (resource, quantity) in pod_level {
@@ -551,7 +586,7 @@ fn pod_requests(spec: Option<&PodSpec>, path: &str) -> Result<ExactRequests, Str
         }
     }
 
-    add_into(&mut requests, &resource_list(spec.overhead.as_ref(), &format!("{path}.overhead"))?);
+    add_into(&mut requests, &resource_list(spec.overhead.as_ref(), &Field(path, "overhead"))?);
     Ok(requests)
 }
 
@@ -651,10 +686,10 @@ impl Workload {
                 let count = job_pods_count(
                     spec.and_then(|spec| spec.parallelism.as_ref()),
                     spec.and_then(|spec| spec.completions.as_ref()),
-                    "spec",
+                    &"spec",
                 )?;
                 let pod_spec = spec.and_then(|spec| spec.template.as_ref()).and_then(|template| template.spec.as_ref());
-                let requests = pod_requests(pod_spec, "spec.template.spec")?;
+                let requests = pod_requests(pod_spec, &"spec.template.spec")?;
                 // minPodsCount: strconv.Atoi, then int32(..).
                 let min_count = self
                     .metadata
@@ -670,23 +705,23 @@ impl Workload {
                 for (index, replicated) in
                     spec.and_then(|spec| spec.replicated_jobs.as_deref()).unwrap_or_default().iter().enumerate()
                 {
-                    let path = format!("spec.replicatedJobs[{index}]");
+                    let path = Item(&"spec.replicatedJobs", index);
                     let name = replicated
                         .name
                         .as_deref()
                         .filter(|name| !name.is_empty())
-                        .ok_or_else(|| format!("{path}.name: required"))?;
-                    let replicas = read_count(replicated.replicas.as_ref(), &format!("{path}.replicas"))?.unwrap_or(1);
+                        .ok_or_else(|| format!("{}: required", Field(&path, "name")))?;
+                    let replicas = read_count(replicated.replicas.as_ref(), &Field(&path, "replicas"))?.unwrap_or(1);
                     let job_spec = replicated.template.as_ref().and_then(|job| job.spec.as_ref());
                     let per_job = job_pods_count(
                         job_spec.and_then(|job_spec| job_spec.parallelism.as_ref()),
                         job_spec.and_then(|job_spec| job_spec.completions.as_ref()),
-                        &format!("{path}.template.spec"),
+                        &Field(&path, "template.spec"),
                     )?;
                     let pod_spec = job_spec
                         .and_then(|job_spec| job_spec.template.as_ref())
                         .and_then(|template| template.spec.as_ref());
-                    let requests = pod_requests(pod_spec, &format!("{path}.template.spec.template.spec"))?;
+                    let requests = pod_requests(pod_spec, &Field(&path, "template.spec.template.spec"))?;
                     // kueue.NewPodSetReference lower-cases the name.
                     pod_sets.push(PodSetRequests::new(name.to_lowercase(), replicas * per_job, None, &requests));
                 }
