@@ -100,6 +100,46 @@ impl<'v, V: ClusterView> Tree<'v, V> {
         subtree - local_quota(subtree, self.quota(child))
     }
 
+    /// The most a node's usage can reach when the queues that `holds` accepts
+    /// each use up to their potential: a queue's own usage; a cohort's, what
+    /// its children use past their local quotas (`addUsage`), at most its
+    /// potential. A queue that lists no quota here gets no flavor assignment in it.
+    fn most_usage(&self, node: Node<'_>, holds: &impl Fn(&str) -> bool, visiting: &mut HashSet<String>) -> i64 {
+        let name = match node {
+            Node::ClusterQueue(name) => {
+                let listed =
+                    self.view.cluster_queue(name).is_some_and(|q| q.quota(self.flavor, self.resource).is_some());
+                return if listed && holds(name) {
+                    self.view.potential_available(name, self.flavor, self.resource)
+                } else {
+                    0
+                };
+            }
+            Node::Cohort(name) => name,
+        };
+        if !visiting.insert(name.to_string()) {
+            return 0; // a cycle: Kueue refuses the tree
+        }
+        let past_local = |this: &Self, child: Node<'_>, visiting: &mut HashSet<String>| {
+            let used = this.most_usage(child, holds, visiting);
+            let keeps = local_quota(this.subtree(child, &mut HashSet::new()), this.quota(child));
+            (used - keeps).max(0)
+        };
+        let mut total: i64 = 0;
+        for (child, cohort) in self.view.cohorts() {
+            if cohort.parent.as_deref() == Some(name) {
+                total = total.saturating_add(past_local(self, Node::Cohort(child), visiting));
+            }
+        }
+        for (child, queue) in self.view.cluster_queues() {
+            if queue.cohort.as_deref() == Some(name) {
+                total = total.saturating_add(past_local(self, Node::ClusterQueue(child), visiting));
+            }
+        }
+        visiting.remove(name);
+        total.min(self.potential(node, &mut HashSet::new()))
+    }
+
     /// `potentialAvailable`.
     fn potential(&self, node: Node<'_>, visiting: &mut HashSet<String>) -> i64 {
         let quota = self.quota(node);
@@ -182,9 +222,13 @@ pub fn reclaimer_can_take_back(
 /// only while its queue and every cohort up to the common one are over theirs
 /// (classical: `collectCandidatesInSubtree`, `candidateIsValid`; fair sharing:
 /// `TargetClusterQueueOrdering.nextTarget` prunes queues and cohorts that do
-/// not borrow). A node can be over its subtree quota only if it may borrow (its
-/// potential exceeds it) and the queues under it that can hold workloads
-/// (`usable`, and the borrower, which holds this one) can together hold more.
+/// not borrow). The borrower can be over its nominal quota only if its potential
+/// exceeds it; a cohort only if the most its children can put in it exceeds its
+/// subtree quota. A cohort's usage is what its children use past their local
+/// quotas (`addUsage`: a child's lendingLimit keeps that part out of the
+/// cohort; saved cases s1-81543, s1-88072); the queues that count are those that
+/// can hold workloads (`usable`, and the borrower, which holds this one), each
+/// at its potential.
 pub fn borrower_side_can_be_over(
     view: &impl ClusterView,
     borrower: &str,
@@ -199,16 +243,10 @@ pub fn borrower_side_can_be_over(
     if view.potential_available(borrower, flavor, resource) <= tree.quota(Node::ClusterQueue(borrower)).nominal {
         return false;
     }
+    let holds = |name: &str| name == borrower || usable(name);
     our_side.iter().all(|cohort| {
         let node = Node::Cohort(cohort);
-        let subtree = tree.subtree(node, &mut HashSet::new());
-        let members: i64 = view
-            .cluster_queues()
-            .filter(|(name, _)| *name == borrower || usable(name))
-            .filter(|(name, _)| cohort_path(view, name).contains(cohort))
-            .map(|(name, _)| view.potential_available(name, flavor, resource))
-            .fold(0, i64::saturating_add);
-        tree.potential(node, &mut HashSet::new()).min(members) > subtree
+        tree.most_usage(node, &holds, &mut HashSet::new()) > tree.subtree(node, &mut HashSet::new())
     })
 }
 
@@ -303,16 +341,38 @@ fn root_of(view: &impl ClusterView, cohort: &str) -> String {
     current
 }
 
-/// Whether a cohort on the ClusterQueue's path short of the root has quota of
-/// `resource` in `flavor`: then a request of the queue's that fits that cohort
-/// beside its usage is simulated for preemption whatever the queue's own
-/// nominal quota (`fitsResourceQuota`: `mayReclaimInHierarchy` from
+/// Whether a request of the ClusterQueue's, beside `held` of `resource` in
+/// `flavor` that a workload of its holds, can fit a cohort on its path short of
+/// the root: then the request is simulated for preemption whatever the queue's
+/// own nominal quota (`fitsResourceQuota`: `mayReclaimInHierarchy` from
 /// `FindHeightOfLowestSubtreeThatFits`), within the queue as well as across it.
-pub fn fits_below_root(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str) -> bool {
+/// That function asks, node by node up the path, whether the cohort's usage plus
+/// what is still missing exceeds its subtree quota; the held workload's usage
+/// is in every cohort it reached past the local quotas below (`addUsage`), and
+/// what those local quotas still have free is subtracted from what is missing.
+/// With the held workload alone the usage is least, so a cohort that has no room
+/// then (saved cases s1-7010, s1-70941) never has.
+pub fn fits_below_root(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str, held: i64) -> bool {
     let tree = Tree { view, flavor, resource };
     let path = cohort_path(view, cluster_queue);
     let below_root = path.len().saturating_sub(1);
-    path[..below_root].iter().any(|cohort| tree.subtree(Node::Cohort(cohort), &mut HashSet::new()) > 0)
+    let queue = Node::ClusterQueue(cluster_queue);
+    let keeps = local_quota(tree.quota(queue).nominal, tree.quota(queue));
+    // What the held workload puts in the node's parent, and what the nodes below have free.
+    let mut passed = (held - keeps).max(0);
+    let mut free_below = (keeps - held).max(0);
+    for cohort in &path[..below_root] {
+        let node = Node::Cohort(cohort);
+        let subtree = tree.subtree(node, &mut HashSet::new());
+        // The smallest request (one unit) is missing once free_below is spent.
+        if passed.saturating_sub(free_below) < subtree {
+            return true;
+        }
+        let keeps = local_quota(subtree, tree.quota(node));
+        free_below = free_below.saturating_add((keeps - passed).max(0));
+        passed = (passed - keeps).max(0);
+    }
+    false
 }
 
 /// The ClusterQueue's own nominal quota of `resource` in `flavor`.
@@ -525,6 +585,31 @@ mod tests {
             |_| true
         ));
         assert!(borrower_side_can_be_over(&walled(""), "borrower", "reclaimer", "f", "cpu", |_| true));
+    }
+
+    #[test]
+    fn what_a_queue_keeps_below_its_lending_limit_never_reaches_its_cohort() {
+        // Saved cases s1-81543, s1-88072. borrower keeps 2 of its 4 and lends 2
+        // to left, which has 1 of its own: left holds 3. Borrowing 1 (left's own
+        // 1), borrower uses 5, of which 3 reach left: left is never over.
+        let left = |own: u32| {
+            cohort(
+                "left",
+                &format!(
+                    "parentName: root, resourceGroups: [{{coveredResources: [cpu], flavors: [{{name: f, resources: [{{name: cpu, nominalQuota: {own}}}]}}]}}]"
+                ),
+            )
+        };
+        let tree = |borrowing: u32| {
+            left(1)
+                + &cluster_queue("borrower", "left", &format!(", lendingLimit: 2, borrowingLimit: {borrowing}"))
+                + &cluster_queue("reclaimer", "root", "")
+        };
+        let view = state(&tree(1));
+        assert_eq!(potential_available(&view, "borrower", "f", "cpu"), 5000);
+        assert!(!borrower_side_can_be_over(&view, "borrower", "reclaimer", "f", "cpu", |_| false));
+        // Borrowing 2, it needs 1 from the root: 4 reach left, over its 3.
+        assert!(borrower_side_can_be_over(&state(&tree(2)), "borrower", "reclaimer", "f", "cpu", |_| false));
     }
 
     #[test]

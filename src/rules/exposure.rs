@@ -124,8 +124,11 @@ fn outranking(view: &impl ClusterView, priority: i32) -> Option<PriorityClassRef
 /// could be preempted. `None` when the ClusterQueue does not exist.
 pub fn exposure(view: &impl ClusterView, cq_name: &str, priority: i32, usage: &Usage) -> Option<Exposure> {
     let queue = view.cluster_queue(cq_name)?;
-    let held: Vec<(&str, &str)> =
-        usage.iter().filter(|(_, amount)| **amount > 0).map(|((f, r), _)| (f.as_str(), r.as_str())).collect();
+    let held: Vec<(&str, &str, i64)> = usage
+        .iter()
+        .filter(|(_, amount)| **amount > 0)
+        .map(|((f, r), amount)| (f.as_str(), r.as_str(), *amount))
+        .collect();
     if let Some(found) = within_cluster_queue(view, cq_name, queue, priority, &held) {
         return Some(found);
     }
@@ -141,7 +144,7 @@ fn within_cluster_queue(
     cq_name: &str,
     queue: &ClusterQueue,
     priority: i32,
-    held: &[(&str, &str)],
+    held: &[(&str, &str, i64)],
 ) -> Option<Exposure> {
     let by = match queue.within_cluster_queue {
         WithinClusterQueue::Never => return None,
@@ -150,10 +153,10 @@ fn within_cluster_queue(
         WithinClusterQueue::LowerOrNewerEqualPriority => None,
     };
     let while_borrowing = queue.cohort.is_some() && preempts_while_borrowing(view, queue);
-    let (flavor, resource) = held.iter().find(|(flavor, resource)| {
+    let (flavor, resource, _) = held.iter().find(|(flavor, resource, amount)| {
         nominal(view, cq_name, flavor, resource) > 0
             || while_borrowing
-            || fits_below_root(view, cq_name, flavor, resource)
+            || fits_below_root(view, cq_name, flavor, resource, *amount)
     })?;
     Some(Exposure::WithinClusterQueue {
         policy: queue.within_cluster_queue,
@@ -191,13 +194,13 @@ fn reclaim(
     cq_name: &str,
     queue: &ClusterQueue,
     priority: i32,
-    held: &[(&str, &str)],
+    held: &[(&str, &str, i64)],
 ) -> Option<Exposure> {
     queue.cohort.as_ref()?;
     let root = view.cohort_root(cq_name);
     let above = outranking(view, priority);
     let fair_sharing = view.kueue_config().fair_sharing_enabled();
-    for (flavor, resource) in held {
+    for (flavor, resource, _) in held {
         let ours = nominal(view, cq_name, flavor, resource);
         let most = view.potential_available(cq_name, flavor, resource);
         if most <= ours {
@@ -397,6 +400,49 @@ mod tests {
         assert_eq!(exposure_in(""), None, "flat: the preemptor needs nominal quota it does not have");
         let nested = exposure_in("parentName: root");
         assert!(matches!(nested, Some(Exposure::WithinClusterQueue { .. })), "{nested:?}");
+    }
+
+    #[test]
+    fn a_cohort_below_the_root_that_the_workload_fills_leaves_no_room_to_preempt_in() {
+        // Saved cases s1-7010, s1-70941: inner's only quota is the 2 cpu its
+        // child lends, and the evaluation borrows both, so a request beside it
+        // never fits inner (FindHeightOfLowestSubtreeThatFits climbs to the root).
+        let queue = |name: &str, cohort: &str, cpu: u32, extra: &str| {
+            format!(
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec:\n  cohortName: {cohort}\n  \
+                 namespaceSelector: {{}}\n  preemption: {{withinClusterQueue: LowerPriority}}\n  resourceGroups: [{{coveredResources: [cpu], \
+                 flavors: [{{name: f, resources: [{{name: cpu, nominalQuota: {cpu}{extra}}}]}}]}}]\n"
+            )
+        };
+        let documents = [
+            queue("q", "inner", 0, ", borrowingLimit: 2"),
+            queue("lender", "inner", 2, ""),
+            queue("far", "root", 8, ""),
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: inner}\nspec: {parentName: root}\n"
+                .to_string(),
+            "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n".to_string(),
+        ];
+        let state = state_with(&documents.iter().map(String::as_str).collect::<Vec<_>>());
+        let holding = |milli: i64| Usage::from([(("f".to_string(), "cpu".to_string()), milli)]);
+        assert!(exposure(&state, "q", 0, &holding(1999)).is_some(), "a sliver of inner is left");
+        assert_eq!(exposure(&state, "q", 0, &holding(2000)), None, "inner is full with it");
+        assert!(fits_below_root_for_test(&state, 1999));
+        assert!(!fits_below_root_for_test(&state, 2000));
+        // A lendingLimit keeps part of q's own quota local: what it has free
+        // there is subtracted from what is missing, so inner has room again.
+        let keeping = [
+            queue("q", "inner", 1, ", lendingLimit: 0"),
+            queue("lender", "inner", 2, ""),
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: inner}\nspec: {parentName: root}\n"
+                .to_string(),
+        ];
+        let state = state_with(&keeping.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(fits_below_root_for_test(&state, 500), "q keeps 1, so a request of up to 2.5 fits inner");
+        assert!(!fits_below_root_for_test(&state, 3000), "1 kept locally, 2 fill inner");
+    }
+
+    fn fits_below_root_for_test(state: &crate::cluster::ClusterState, held: i64) -> bool {
+        crate::cluster::quota::fits_below_root(state, "q", "f", "cpu", held)
     }
 
     #[test]
