@@ -140,6 +140,47 @@ impl<'v, V: ClusterView> Tree<'v, V> {
         total.min(self.potential(node, &mut HashSet::new()))
     }
 
+    /// What a ClusterQueue always has, whatever the queues that `holds` accepts
+    /// use: its local quota (`localQuota`, kept back by its lendingLimit) and,
+    /// from each cohort up its path whose subtree no other such queue is in, that
+    /// cohort's local quota (the root's whole subtree), each step capped by the
+    /// node's borrowingLimit (`available`). A cohort another queue can draw from
+    /// guarantees nothing, nor does anything above it.
+    fn guaranteed(&self, queue: &str, holds: &impl Fn(&str) -> bool) -> i64 {
+        let cap = |node: Node<'_>| {
+            let quota = self.quota(node);
+            let subtree = self.subtree(node, &mut HashSet::new());
+            quota.borrowing_limit.map(|limit| (subtree - local_quota(subtree, quota)).saturating_add(limit))
+        };
+        let alone_in = |cohort: &str| {
+            !self.view.cluster_queues().any(|(name, other)| {
+                name != queue
+                    && other.quota(self.flavor, self.resource).is_some()
+                    && holds(name)
+                    && cohort_path(self.view, name).iter().any(|c| c == cohort)
+            })
+        };
+        let own = Node::ClusterQueue(queue);
+        let path = cohort_path(self.view, queue);
+        // From the top down: what each cohort passes to the node below it.
+        let mut from_above: i64 = 0;
+        for (index, cohort) in path.iter().enumerate().rev() {
+            if !alone_in(cohort) {
+                from_above = 0;
+                continue;
+            }
+            let node = Node::Cohort(cohort);
+            let subtree = self.subtree(node, &mut HashSet::new());
+            let is_root = index + 1 == path.len() || self.view.cohort(cohort).and_then(|c| c.parent.as_ref()).is_none();
+            let keeps = if is_root { subtree } else { local_quota(subtree, self.quota(node)) };
+            let passed = cap(node).map_or(from_above, |cap| from_above.min(cap));
+            from_above = keeps.saturating_add(if is_root { 0 } else { passed });
+        }
+        let keeps = local_quota(self.subtree(own, &mut HashSet::new()), self.quota(own));
+        let passed = cap(own).map_or(from_above, |cap| from_above.min(cap));
+        keeps.saturating_add(passed).min(self.view.potential_available(queue, self.flavor, self.resource))
+    }
+
     /// `potentialAvailable`.
     fn potential(&self, node: Node<'_>, visiting: &mut HashSet<String>) -> i64 {
         let quota = self.quota(node);
@@ -282,6 +323,15 @@ pub fn reclaimer_never_short(
 ) -> bool {
     let tree = Tree { view, flavor, resource };
     let Some(root) = tree_root(view, borrower) else { return false };
+    let reach = if borrows_while_preempting {
+        view.potential_available(reclaimer, flavor, resource)
+    } else {
+        reach_without_borrowing(&tree, reclaimer, borrower, &root)
+    };
+    let holds = |name: &str| name == borrower || usable(name);
+    if reach <= tree.guaranteed(reclaimer, &holds) {
+        return true; // what it keeps to itself covers all it could preempt for
+    }
     let in_tree = |cohort: Option<&str>| cohort.is_some_and(|c| root_of(view, c) == root);
     for (name, _) in view.cohorts().filter(|(name, _)| in_tree(Some(name))) {
         let quota = tree.quota(Node::Cohort(name));
@@ -298,22 +348,9 @@ pub fn reclaimer_never_short(
         }
         let node = Node::ClusterQueue(name);
         let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
-        let most = if name == reclaimer && !borrows_while_preempting {
-            let path = cohort_path(view, name);
-            let below_root = path.iter().filter(|cohort| **cohort != root);
-            // A cohort that also holds the borrower has the borrower's usage in it, and
-            // the borrower is a candidate only while over its nominal quota: what is
-            // left there for the reclaimer is at most the rest.
-            let borrower_path = cohort_path(view, borrower);
-            let borrower_nominal = tree.quota(Node::ClusterQueue(borrower)).nominal;
-            let room = |cohort: &String| {
-                let subtree = tree.subtree(Node::Cohort(cohort), &mut HashSet::new());
-                if borrower_path.contains(cohort) { subtree.saturating_sub(borrower_nominal) } else { subtree }
-            };
-            let largest = below_root.map(room).max().unwrap_or(0);
-            let reach = tree.quota(node).nominal.max(keeps.saturating_add(largest));
-            reach.min(view.potential_available(name, flavor, resource))
-        } else if name == reclaimer || usable(name) {
+        let most = if name == reclaimer {
+            reach
+        } else if usable(name) {
             view.potential_available(name, flavor, resource)
         } else {
             continue;
@@ -321,6 +358,29 @@ pub fn reclaimer_never_short(
         drawn = drawn.saturating_add(most.saturating_sub(keeps).max(0));
     }
     drawn <= pool
+}
+
+/// The most a reclaimer that may not borrow while preempting uses, with the
+/// request it simulates preemption for: its nominal quota, or what it keeps plus
+/// the room in a cohort on its path short of the root (`fitsResourceQuota`,
+/// `FindHeightOfLowestSubtreeThatFits`), at most its potential.
+fn reach_without_borrowing<V: ClusterView>(tree: &Tree<'_, V>, reclaimer: &str, borrower: &str, root: &str) -> i64 {
+    let view = tree.view;
+    let node = Node::ClusterQueue(reclaimer);
+    let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
+    let below_root = cohort_path(view, reclaimer).into_iter().filter(|cohort| cohort != root);
+    // A cohort that also holds the borrower has the borrower's usage in it, and
+    // the borrower is a candidate only while over its nominal quota: what is
+    // left there for the reclaimer is at most the rest.
+    let borrower_path = cohort_path(view, borrower);
+    let borrower_nominal = tree.quota(Node::ClusterQueue(borrower)).nominal;
+    let room = |cohort: String| {
+        let subtree = tree.subtree(Node::Cohort(&cohort), &mut HashSet::new());
+        if borrower_path.contains(&cohort) { subtree.saturating_sub(borrower_nominal) } else { subtree }
+    };
+    let largest = below_root.map(room).max().unwrap_or(0);
+    let reach = tree.quota(node).nominal.max(keeps.saturating_add(largest));
+    reach.min(view.potential_available(reclaimer, tree.flavor, tree.resource))
 }
 
 /// The top of a ClusterQueue's cohort tree (a cohort without a Cohort object is
@@ -610,6 +670,38 @@ mod tests {
         assert!(!borrower_side_can_be_over(&view, "borrower", "reclaimer", "f", "cpu", |_| false));
         // Borrowing 2, it needs 1 from the root: 4 reach left, over its 3.
         assert!(borrower_side_can_be_over(&state(&tree(2)), "borrower", "reclaimer", "f", "cpu", |_| false));
+    }
+
+    #[test]
+    fn a_reclaimer_alone_under_a_cohort_that_keeps_its_quota_is_never_short() {
+        // Saved case s1-82777. closed keeps all it holds (its own 1 and the
+        // reclaimer's 2) and may borrow 1 from root. The reclaimer may not borrow
+        // while preempting: it simulates preemption for at most closed's 3, and
+        // nobody else can draw on closed, so those 3 are always there.
+        let closed = |members: &str| {
+            cohort(
+                "closed",
+                "parentName: root, resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: \
+                 [{name: cpu, nominalQuota: 1, lendingLimit: 0, borrowingLimit: 1}]}]}]",
+            ) + &cluster_queue("reclaimer", "closed", ", nominalQuota: 2, lendingLimit: 2")
+                .replace("nominalQuota: 4, ", "")
+                + members
+                + &cluster_queue("borrower", "root", "")
+        };
+        let view = state(&closed(""));
+        let tree = Tree { view: &view, flavor: "f", resource: "cpu" };
+        let everyone = |_: &str| true;
+        assert_eq!(tree.guaranteed("reclaimer", &everyone), 3000);
+        assert!(reclaimer_never_short(&view, "borrower", "reclaimer", false, "f", "cpu", everyone));
+        // Borrowing while preempting it may ask for 4, one more than is kept for it.
+        assert!(!reclaimer_never_short(&view, "borrower", "reclaimer", true, "f", "cpu", everyone));
+        // A second queue in closed can use closed's quota: nothing is kept for the reclaimer.
+        let shared = state(&closed(&cluster_queue("sibling", "closed", "")));
+        let tree = Tree { view: &shared, flavor: "f", resource: "cpu" };
+        assert_eq!(tree.guaranteed("reclaimer", &everyone), 0);
+        assert!(!reclaimer_never_short(&shared, "borrower", "reclaimer", false, "f", "cpu", everyone));
+        // Unless that queue takes no workloads: then its 4, lent to closed, are kept too.
+        assert_eq!(tree.guaranteed("reclaimer", &|q: &str| q != "sibling"), 7000);
     }
 
     #[test]
