@@ -50,12 +50,23 @@ alive() {
 }
 
 # our_pid PIDFILE NAME: prints the pid in PIDFILE if that process is alive and
-# its command line still mentions NAME (guards against pid reuse).
+# its command line still mentions NAME (guards against pid reuse). A live
+# process mid-execve shows an empty command line for a moment (the new image's
+# arguments are not yet mapped); the processes started here exec several times
+# (bash, unshare, sh, env, the binary), so an empty read is retried rather than
+# taken as "gone". Read into a variable, not piped into grep -q: under pipefail
+# the writer's SIGPIPE would fail the check.
 our_pid() {
-	local pid
+	local pid cmdline tries
 	[[ -f $1 ]] || return 1
 	pid=$(<"$1")
-	[[ $pid =~ ^[0-9]+$ ]] && alive "$pid" || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2" || return 1
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	for tries in 1 2 3 4 5 6 7 8 9 10; do
+		alive "$pid" || return 1
+		cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+		[[ -z $cmdline ]] || break
+		sleep 0.1
+	done
+	[[ $cmdline == *"$2"* ]] || return 1
 	echo "$pid"
 }
