@@ -1,5 +1,6 @@
 //! Wiring only: parse the command line, run the command, map the result to an exit status.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -46,7 +47,7 @@ fn main() -> ExitCode {
         Command::Review { cluster, config, request } => {
             match eval_admission::cli::review(&cluster, config.as_deref(), &request) {
                 Ok(report) => {
-                    println!("{}", serde_json::to_string_pretty(&report.output).unwrap_or_default());
+                    print_out(&format!("{}\n", serde_json::to_string_pretty(&report.output).unwrap_or_default()));
                     if report.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) }
                 }
                 Err(error) => {
@@ -57,7 +58,7 @@ fn main() -> ExitCode {
         }
         Command::Manifests { config, out } => match eval_admission::cli::manifests(config.as_deref(), out.as_deref()) {
             Ok(printed) => {
-                print!("{}", printed.unwrap_or_default());
+                print_out(&printed.unwrap_or_default());
                 ExitCode::SUCCESS
             }
             Err(error) => {
@@ -82,4 +83,10 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Writes to stdout; a reader that went away (`review ... | head`) is not an
+/// error worth a panic, and the exit status still says what was decided.
+fn print_out(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }

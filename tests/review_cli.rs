@@ -203,3 +203,20 @@ fn unusable_input_exits_2_with_one_line() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("not valid YAML"));
 }
+
+/// `review ... | head -1`: the reader goes away before the JSON is written.
+/// The command must not panic, and its exit status still gives the decision.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let output = Command::new(BIN)
+        .args(["review", "--cluster", &examples("cluster.yaml"), &examples("job-missing-queue.yaml")])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("runs the binary");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.code(), Some(1), "denied, whoever reads the output: {stderr}");
+}
