@@ -6,7 +6,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: manifests build run certs test test-local unit e2e bench bench-smoke bench-venv cluster cluster-down tools review fmt lint lint-dockerfile fidelity oracle
+.PHONY: manifests build run certs test test-local unit e2e e2e-kueue bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle
 
 build:
 	$(CARGO) build --release --locked
@@ -22,14 +22,15 @@ certs:
 	./certs/dev-certs.sh
 
 # The README's test command: every test there is, the end-to-end ones
-# against a control plane it starts and stops itself.
+# against a control plane each test binary starts and stops itself
+# (tests/common/control_plane.rs).
 test: lint test-local lint-dockerfile bench-smoke e2e e2e-kueue
 
 # Everything that needs no control plane: rules, review CLI, HTTPS server, and
 # the differential test against Kueue's scheduler (tests/fidelity: a fixed seed
 # of 2,000 set-ups; it builds the oracle with Go through hack/build-oracle.sh).
 test-local:
-	$(CARGO) test --locked --lib --bins --tests
+	$(CARGO) test --locked --lib --bins --test review_cli --test server_https --test fidelity
 
 unit:
 	$(CARGO) test --locked --lib
@@ -104,58 +105,37 @@ lint-dockerfile:
 	$(HADOLINT_VENV)/bin/hadolint Dockerfile
 
 # ---- the test control plane (Go is test infrastructure only) ----
-CLUSTER_DIR ?= $(CURDIR)/.cluster
+# tests/common/control_plane.rs starts etcd, kube-apiserver and, when asked,
+# Kueue and eval-admission from the binaries these builders cache by version.
+E2E_SERVER_CONFIG ?= manifests/base/config.yaml
 
-# kube-apiserver, kubectl and etcd built from their Go modules, cached by version.
+# kube-apiserver, kubectl and etcd built from their Go modules.
 tools:
 	./hack/build-tools.sh
 
-# etcd + kube-apiserver on loopback with the Kueue and JobSet CRDs, and
-# eval-admission from this tree registered with the shipped webhook configurations.
-cluster: build
-	CLUSTER_UP_HOOK=$(CURDIR)/hack/cluster-hook.sh ./hack/cluster-up.sh $(CLUSTER_DIR)
-
-cluster-down:
-	-./hack/webhook.sh down $(CLUSTER_DIR)
-	./hack/cluster-down.sh $(CLUSTER_DIR)
-
-# Starts a fresh control plane, runs the end-to-end tests, stops it again.
-e2e: build
-	./hack/cluster-down.sh $(CLUSTER_DIR) >/dev/null 2>&1 || true
-	rm -rf $(CLUSTER_DIR)
-	$(MAKE) cluster
-	EVAL_ADMISSION_CLUSTER_DIR=$(CLUSTER_DIR) $(CARGO) test --locked --test e2e -- --ignored --test-threads 4; \
-	  status=$$?; $(MAKE) cluster-down; exit $$status
-
-# ---- the real Kueue controller in front of the test control plane (tests/kueue_e2e.rs) ----
-# CLUSTER_DIR defaults to .cluster-kueue for these, so they can run beside `make cluster`.
-KUEUE_CLUSTER_DIR := $(if $(filter file,$(origin CLUSTER_DIR)),$(CURDIR)/.cluster-kueue,$(CLUSTER_DIR))
-# eval-admission's config there: the default, with Kueue's identity (kueue-e2e-controller) allowed to unsuspend.
-KUEUE_WEBHOOK_CONFIG := $(CURDIR)/tests/kueue/eval-admission-config.yaml
-
-.PHONY: kueue-tools cluster-kueue cluster-kueue-down e2e-kueue
-
-# The Kueue v0.19.2 controller manager built from its Go module (tests/kueue/go.mod), cached by go.sum.
+# The Kueue v0.19.2 controller manager built from its Go module (tests/kueue/go.mod).
 kueue-tools:
 	./hack/build-kueue.sh
 
-# `make cluster` with eval-admission configured for Kueue's identity, then Kueue
-# itself (hack/kueue.sh) with its webhook configurations registered.
-cluster-kueue: build kueue-tools
-	WEBHOOK_CONFIG=$(KUEUE_WEBHOOK_CONFIG) $(MAKE) cluster CLUSTER_DIR=$(KUEUE_CLUSTER_DIR)
-	./hack/kueue.sh up $(KUEUE_CLUSTER_DIR)
+# A control plane to poke at, with eval-admission from this tree registered
+# with the shipped webhook configurations; it runs until Ctrl-C and prints
+# the KUBECONFIG to use. `make cluster-kueue` adds the real Kueue (and
+# eval-admission allows its test identity: tests/kueue/eval-admission-config.yaml).
+cluster: build
+	$(CARGO) run --release --locked --example cluster -- --server $(BIN) --config $(E2E_SERVER_CONFIG)
 
-# Kueue first (its webhooks fail closed), then eval-admission and the control plane.
-cluster-kueue-down:
-	-test ! -f $(KUEUE_CLUSTER_DIR)/cluster.env || ./hack/kueue.sh down $(KUEUE_CLUSTER_DIR)
-	$(MAKE) cluster-down CLUSTER_DIR=$(KUEUE_CLUSTER_DIR)
+cluster-kueue: build
+	$(CARGO) run --release --locked --example cluster -- --server $(BIN) --config tests/kueue/eval-admission-config.yaml --kueue
 
-# A fresh control plane with Kueue, the Kueue end-to-end tests (the model-versus-Kueue
-# table lands in $(KUEUE_CLUSTER_DIR)/kueue-model.md, the judge-versus-Kueue table in
-# judge-vs-kueue.md, both printed), then everything stopped.
-e2e-kueue: build kueue-tools
-	-$(MAKE) cluster-kueue-down >/dev/null 2>&1
-	rm -rf $(KUEUE_CLUSTER_DIR)
-	$(MAKE) cluster-kueue
-	EVAL_ADMISSION_CLUSTER_DIR=$(KUEUE_CLUSTER_DIR) $(CARGO) test --locked --test kueue_e2e -- --ignored --test-threads 1; \
-	  status=$$?; cat $(KUEUE_CLUSTER_DIR)/kueue-model.md $(KUEUE_CLUSTER_DIR)/judge-vs-kueue.md 2>/dev/null; $(MAKE) cluster-kueue-down; exit $$status
+# The end-to-end tests; each binary starts its own environment.
+e2e:
+	$(CARGO) test --locked --test e2e -- --test-threads 4
+
+# With the real Kueue controller; one at a time (they change webhook order and
+# eval-admission's config). The model-versus-Kueue and judge-versus-Kueue
+# tables land in $(KUEUE_E2E_OUT) and are printed.
+KUEUE_E2E_OUT ?= $(CURDIR)/kueue-e2e-out
+e2e-kueue:
+	rm -rf $(KUEUE_E2E_OUT)
+	KUEUE_E2E_OUT=$(KUEUE_E2E_OUT) $(CARGO) test --locked --test kueue_e2e -- --test-threads 1; \
+	  status=$$?; cat $(KUEUE_E2E_OUT)/*.md 2>/dev/null; exit $$status

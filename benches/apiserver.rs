@@ -18,9 +18,9 @@
 //!    (no --cluster: it lists and watches) is started three times, measuring
 //!    spawn to `/readyz` 200 and VmRSS once ready.
 //!
-//! It starts its own control plane in `$BENCH_OUT/cluster` (hack/cluster-up.sh,
-//! with the MutatingAdmissionPolicy feature gate and API version) and always
-//! stops it. Results: `$BENCH_OUT/apiserver.json` (BENCH_OUT defaults to
+//! It starts its own control plane (tests/common/control_plane.rs, with the
+//! MutatingAdmissionPolicy feature gate and API version), which goes with it
+//! however it ends. Results: `$BENCH_OUT/apiserver.json` (BENCH_OUT defaults to
 //! bench-out/). Full run: 8 in flight, 50 warm-up + 1,000 measured creates per
 //! phase, 10 rounds, 10,000 namespaces, 3 starts (about 3 minutes on 2 cores
 //! when the machine is otherwise idle). `BENCH_SMOKE=1`: 4 in flight, 20
@@ -33,6 +33,9 @@
 //! `cpu_ms_per_create` shows where it goes. APISERVER_BENCH_CONCURRENCY=1 gives
 //! the unloaded latency.
 
+#[path = "../tests/common/control_plane.rs"]
+mod control_plane;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -42,6 +45,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
+use control_plane::{ControlPlane, EvalAdmission, free_port};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::admissionregistration::v1beta1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding};
 use k8s_openapi::api::batch::v1::Job;
@@ -57,8 +61,8 @@ const MAP_FIXTURE: &str = "benches/fixtures/mutating-admission-policy.yaml";
 /// The MutatingAdmissionPolicy API in Kubernetes 1.35: beta, off by default.
 const MAP_GROUP: &str = "admissionregistration.k8s.io";
 const MAP_VERSION: &str = "v1beta1";
-const APISERVER_FLAGS: &str =
-    "--feature-gates=MutatingAdmissionPolicy=true --runtime-config=admissionregistration.k8s.io/v1beta1=true";
+const APISERVER_FLAGS: [&str; 2] =
+    ["--feature-gates=MutatingAdmissionPolicy=true", "--runtime-config=admissionregistration.k8s.io/v1beta1=true"];
 const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 const DEFAULT_QUEUE_ANNOTATION: &str = "kueue.x-k8s.io/default-queue-name";
 const QUEUE: &str = "eval-queue";
@@ -111,91 +115,26 @@ impl Settings {
 
 // ------------------------------------------------------------------ cluster
 
-/// The control plane and the webhook server in `dir`; stopped on drop, so also
-/// on an error or a panic.
+/// The control plane and the webhook server; stopped on drop, and by their
+/// parent-death signal if this process is killed.
 struct Cluster {
-    dir: PathBuf,
-    log: PathBuf,
+    webhook: EvalAdmission,
+    plane: ControlPlane,
 }
 
 impl Cluster {
-    fn up(out: &Path) -> Result<Self> {
-        let dir = out.join("cluster");
-        let log = out.join("apiserver-bench.log");
-        File::create(&log)?;
-        let cluster = Self { dir, log };
-        // A previous run killed hard may have left it running; then start fresh
-        // (deleted namespaces never go away without a controller manager).
-        cluster.teardown();
-        if cluster.dir.exists() {
-            let ours = cluster.dir.join("cluster.env").exists() || cluster.dir.join("ports").exists();
-            ensure!(ours, "{} exists and is not a bench cluster; remove it", cluster.dir.display());
-            std::fs::remove_dir_all(&cluster.dir)?;
-        }
-        std::fs::create_dir_all(&cluster.dir)?;
-        eprintln!("starting the control plane in {} (log {})", cluster.dir.display(), cluster.log.display());
-        cluster.script("hack/cluster-up.sh", &[], &[("EXTRA_APISERVER_FLAGS", APISERVER_FLAGS)])?;
-        cluster.webhook("up")?;
-        Ok(cluster)
-    }
-
-    /// Runs a hack/ script with DIR as its last argument, output to the log.
-    fn script(&self, script: &str, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
-        let log = File::options().append(true).open(&self.log)?;
-        let mut command = Command::new(Path::new(REPO).join(script));
-        command
-            .args(args)
-            .arg(&self.dir)
-            .env("EVAL_ADMISSION_BIN", BIN)
-            .env_remove("CLUSTER_UP_HOOK")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let status = command.status().with_context(|| format!("running {script}"))?;
-        if !status.success() {
-            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(20).collect();
-            bail!("{script} {args:?} failed ({status}):\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
-        }
-        Ok(())
-    }
-
-    fn webhook(&self, command: &str) -> Result<()> {
-        self.script("hack/webhook.sh", &[command], &[])
-    }
-
-    fn admin_port(&self) -> Result<u16> {
-        let ports = std::fs::read_to_string(self.dir.join("webhook/ports"))?;
-        ports
-            .lines()
-            .find_map(|line| line.strip_prefix("ADMIN_PORT="))
-            .ok_or_else(|| anyhow!("no ADMIN_PORT in webhook/ports"))?
-            .trim()
-            .parse()
-            .context("ADMIN_PORT")
-    }
-
-    fn teardown(&self) {
-        if !self.dir.join("cluster.env").exists() {
-            return;
-        }
-        let _ = self.webhook("down");
-        let _ = self.script("hack/cluster-down.sh", &[], &[]);
+    fn up() -> Result<Self> {
+        eprintln!("starting the control plane");
+        let plane = ControlPlane::start(&APISERVER_FLAGS)?;
+        eprintln!("control plane up in {}", plane.dir.display());
+        let webhook =
+            EvalAdmission::start(&plane, Path::new(BIN), &Path::new(REPO).join("manifests/base/config.yaml"))?;
+        Ok(Self { webhook, plane })
     }
 }
 
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        eprintln!("stopping the control plane");
-        self.teardown();
-    }
-}
-
-async fn kube_client(dir: &Path) -> Result<kube::Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(dir.join("kubeconfig"))?;
+async fn kube_client(kubeconfig: &Path) -> Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig)?;
     let mut config =
         kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default()).await?;
     config.read_timeout = Some(Duration::from_secs(60));
@@ -491,17 +430,17 @@ async fn switch(
 ) -> Result<()> {
     match phase {
         Phase::None => {
-            cluster.webhook("unregister")?;
+            cluster.webhook.unregister()?;
             policy.remove(client).await?;
         }
         Phase::Webhook => {
             policy.remove(client).await?;
             // Wait for the policy to be gone before our webhook's effect can be seen.
             wait_for_effect(probe, job, false).await?;
-            cluster.webhook("register")?;
+            cluster.webhook.register()?;
         }
         Phase::Policy => {
-            cluster.webhook("unregister")?;
+            cluster.webhook.unregister()?;
             wait_for_effect(probe, job, false).await?;
             policy.install(client).await?;
         }
@@ -544,12 +483,13 @@ async fn webhook_counters(http: &reqwest::Client, admin_port: u16) -> Result<Cou
     })
 }
 
-/// CPU time (user + system) of the processes hack/ started, from /proc/PID/stat.
-fn cpu_seconds(dir: &Path) -> BTreeMap<&'static str, f64> {
+/// CPU time (user + system) of the control plane and the webhook server, from /proc/PID/stat.
+fn cpu_seconds(cluster: &Cluster) -> BTreeMap<&'static str, f64> {
     let mut out = BTreeMap::new();
-    for name in ["kube-apiserver", "etcd", "eval-admission"] {
-        let Ok(pid) = std::fs::read_to_string(dir.join("pids").join(format!("{name}.pid"))) else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) else { continue };
+    let mut pids = cluster.plane.pids();
+    pids.extend(cluster.webhook.pid().map(|pid| ("eval-admission", pid)));
+    for (name, pid) in pids {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
         // Fields after the parenthesised command: state is field 3, utime 14, stime 15.
         let Some((_, rest)) = stat.rsplit_once(')') else { continue };
         let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -629,7 +569,7 @@ fn round3(x: f64) -> f64 {
 
 async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::Client) -> Result<Value> {
     let policy = Policy::load()?;
-    let admin_port = cluster.admin_port()?;
+    let admin_port = cluster.webhook.admin_port;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
     create_base(client).await?;
     // One namespace per phase and round, all made before the first measurement
@@ -654,10 +594,10 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
             switch(cluster, client, &policy, phase, &api, &job).await?;
             creates(&api, &job, settings.warmup, settings.concurrency, phase.mutates()).await.context("warm-up")?;
             let counters_before = webhook_counters(&http, admin_port).await?;
-            let cpu_before = cpu_seconds(&cluster.dir);
+            let cpu_before = cpu_seconds(cluster);
             let loadavg_1m = loadavg().split_whitespace().next().and_then(|v| v.parse::<f64>().ok());
             let sample = creates(&api, &job, settings.creates, settings.concurrency, phase.mutates()).await?;
-            let cpu_after = cpu_seconds(&cluster.dir);
+            let cpu_after = cpu_seconds(cluster);
             let reviews = webhook_counters(&http, admin_port).await? - counters_before;
             let cpu_ms_per_create: BTreeMap<&str, f64> = cpu_after
                 .iter()
@@ -783,10 +723,6 @@ fn proc_status_kib(pid: u32, field: &str) -> Result<f64> {
         .ok_or_else(|| anyhow!("no {field} in /proc/{pid}/status"))
 }
 
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
 /// A server started for part B: killed (and reaped) on drop.
 struct Server(Child);
 
@@ -802,7 +738,6 @@ async fn start_once(settings: &Settings, cluster: &Cluster, run: usize) -> Resul
     let (port, admin_port) = (free_port()?, free_port()?);
     let log_path = settings.out.join(format!("apiserver-scale-start-{run}.log"));
     let log = File::create(&log_path)?;
-    let webhook_dir = cluster.dir.join("webhook");
     let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build()?;
     let readyz = format!("http://127.0.0.1:{admin_port}/readyz");
 
@@ -811,13 +746,13 @@ async fn start_once(settings: &Settings, cluster: &Cluster, run: usize) -> Resul
         .arg("serve")
         .args(["--listen", &format!("127.0.0.1:{port}"), "--admin-listen", &format!("127.0.0.1:{admin_port}")])
         .arg("--tls-cert")
-        .arg(webhook_dir.join("tls.crt"))
+        .arg(&cluster.webhook.cert)
         .arg("--tls-key")
-        .arg(webhook_dir.join("tls.key"))
+        .arg(&cluster.webhook.key)
         .arg("--config")
         .arg(Path::new(REPO).join("manifests/base/config.yaml"))
         .args(["--shutdown-delay", "0s", "--log-format", "json"])
-        .env("KUBECONFIG", cluster.dir.join("kubeconfig"))
+        .env("KUBECONFIG", &cluster.plane.kubeconfig)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
@@ -887,10 +822,10 @@ async fn start_once(settings: &Settings, cluster: &Cluster, run: usize) -> Resul
 }
 
 async fn scale(settings: &Settings, cluster: &Cluster, client: &kube::Client) -> Result<Value> {
-    // Only the measured server runs now: the webhook.sh server would spend CPU
+    // Only the measured server runs now: the environment's server would spend CPU
     // on every watch event of the creates below.
-    cluster.webhook("unregister")?;
-    cluster.webhook("down")?;
+    cluster.webhook.unregister()?;
+    cluster.webhook.down();
     let mut counts = create_platform(client).await?;
     eprintln!("creating {n} namespaces and {n} LocalQueues", n = settings.namespaces);
     let started = Instant::now();
@@ -959,7 +894,7 @@ fn machine() -> Value {
 }
 
 async fn run(settings: &Settings, cluster: &Cluster, report: &Mutex<Value>) -> Result<()> {
-    let client = kube_client(&cluster.dir).await?;
+    let client = kube_client(&cluster.plane.kubeconfig).await?;
     let version = client.apiserver_version().await?;
     let groups = client.list_api_groups().await?;
     let served = groups
@@ -971,10 +906,10 @@ async fn run(settings: &Settings, cluster: &Cluster, report: &Mutex<Value>) -> R
     ensure!(served.iter().any(|v| v == MAP_VERSION), "{MAP_GROUP}/{MAP_VERSION} is not served (served: {served:?})");
     report.lock().unwrap()["cluster"] = json!({
         "kube_apiserver": version.git_version,
-        "extra_apiserver_flags": APISERVER_FLAGS,
+        "extra_apiserver_flags": APISERVER_FLAGS.join(" "),
         "mutating_admission_policy_api": format!("{MAP_GROUP}/{MAP_VERSION}"),
         "admissionregistration_versions_served": served,
-        "webhook_server": "release build of this tree (hack/webhook.sh up), manifests/base/config.yaml",
+        "webhook_server": "release build of this tree (tests/common/control_plane.rs EvalAdmission), manifests/base/config.yaml",
     });
 
     eprintln!(
@@ -1039,9 +974,9 @@ fn main() -> ExitCode {
     }));
     let started = Instant::now();
     let result = (|| -> Result<()> {
-        let cluster = Cluster::up(&settings.out)?;
-        // Ctrl-C or SIGTERM: stop what we started, then exit.
-        let (dir, log) = (cluster.dir.clone(), cluster.log.clone());
+        let cluster = Cluster::up()?;
+        // Ctrl-C or SIGTERM: stop part B's server, then exit; the control
+        // plane's processes follow by their parent-death signal.
         runtime.spawn(async move {
             let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM");
             tokio::select! {
@@ -1053,9 +988,6 @@ fn main() -> ExitCode {
             if pid != 0 {
                 let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
             }
-            let guard = Cluster { dir, log };
-            guard.teardown();
-            std::mem::forget(guard);
             std::process::exit(130);
         });
         let outcome = runtime.block_on(run(&settings, &cluster, &report));

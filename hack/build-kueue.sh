@@ -3,10 +3,10 @@
 # the `tool` directive in tests/kueue/go.mod) into
 # $EVAL_ADMISSION_CACHE/kueue-<version>/bin/kueue, and copy the module's webhook
 # kustomization (config/components/webhook: the configurations Kueue's release
-# installs) to kueue-<version>/webhook, so hack/kueue.sh needs neither Go nor
-# the network. Skips the build when the binary was built from the current
-# go.mod/go.sum, and the copy when it is there.
-# Progress goes to stderr; the last line of stdout is the binary's path.
+# installs) to kueue-<version>/webhook, so the test environment
+# (tests/common/control_plane.rs) needs neither Go nor the network. Skips the
+# build when the binary was built from the current go.mod/go.sum, and the copy
+# when it is there. Progress goes to stderr; stdout is bin= and webhooks= lines.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -81,7 +81,7 @@ main() {
 		build
 	fi
 	copy_webhooks
-	echo "$KUEUE_BIN"
+	printf 'bin=%s\nwebhooks=%s\n' "$KUEUE_BIN" "$KUEUE_WEBHOOKS"
 }
 
 main "$@"

@@ -2,7 +2,8 @@
 # Build etcd, kube-apiserver and kubectl from Go modules (tests/tools/go.mod)
 # into $EVAL_ADMISSION_CACHE/k8s-<version>/bin, and copy the Kueue and JobSet
 # CRDs into $EVAL_ADMISSION_CACHE/crds/. Skips whatever is already there.
-# Progress goes to stderr; the last line of stdout is the bin dir.
+# Progress goes to stderr; stdout is what the test environment
+# (tests/common/control_plane.rs) reads: bin=, kueue_crds=, jobset_crds= lines.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -83,7 +84,7 @@ copy_crds() {
 
 main() {
 	mkdir -p "$EVAL_ADMISSION_CACHE"
-	# Serialize concurrent callers (e.g. two cluster-up.sh at once).
+	# Serialize concurrent callers (e.g. two test binaries starting at once).
 	exec 9>"$EVAL_ADMISSION_CACHE/.build.lock"
 	flock -w 3600 9 || die "another build-tools.sh holds $EVAL_ADMISSION_CACHE/.build.lock"
 
@@ -95,7 +96,7 @@ main() {
 	fi
 	copy_crds sigs.k8s.io/kueue "$KUEUE_VERSION" "$KUEUE_CRD_DIR"
 	copy_crds sigs.k8s.io/jobset "$JOBSET_VERSION" "$JOBSET_CRD_DIR"
-	echo "$K8S_BIN_DIR"
+	printf 'bin=%s\nkueue_crds=%s\njobset_crds=%s\n' "$K8S_BIN_DIR" "$KUEUE_CRD_DIR" "$JOBSET_CRD_DIR"
 }
 
 main "$@"

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Shared helpers for hack/build-tools.sh, hack/cluster-up.sh, hack/cluster-down.sh.
+# Shared helpers for the builders in hack/ (build-tools.sh, build-kueue.sh,
+# build-oracle.sh, deploy-crds.sh).
 # Sourced, not executed. Go is test infrastructure only: it builds the
 # Kubernetes control plane the integration tests run against.
 
@@ -42,31 +43,4 @@ use_go() {
 		PATH=/usr/local/go/bin:$PATH
 	fi
 	command -v go >/dev/null 2>&1 || die "go not found (expected in PATH or /usr/local/go/bin)"
-}
-
-# alive PID: running and not a zombie (a container's pid 1 may never reap it).
-alive() {
-	kill -0 "$1" 2>/dev/null && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]
-}
-
-# our_pid PIDFILE NAME: prints the pid in PIDFILE if that process is alive and
-# its command line still mentions NAME (guards against pid reuse). A live
-# process mid-execve shows an empty command line for a moment (the new image's
-# arguments are not yet mapped); the processes started here exec several times
-# (bash, unshare, sh, env, the binary), so an empty read is retried rather than
-# taken as "gone". Read into a variable, not piped into grep -q: under pipefail
-# the writer's SIGPIPE would fail the check.
-our_pid() {
-	local pid cmdline tries
-	[[ -f $1 ]] || return 1
-	pid=$(<"$1")
-	[[ $pid =~ ^[0-9]+$ ]] || return 1
-	for tries in 1 2 3 4 5 6 7 8 9 10; do
-		alive "$pid" || return 1
-		cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
-		[[ -z $cmdline ]] || break
-		sleep 0.1
-	done
-	[[ $cmdline == *"$2"* ]] || return 1
-	echo "$pid"
 }

@@ -1,70 +1,78 @@
 //! End to end through the real kube-apiserver, as users meet eval-admission:
 //! `kubectl create`, `kubectl apply`, `kubectl --as=alice`.
 //!
-//! These need the test control plane (etcd + kube-apiserver built from their Go
-//! modules, the Kueue and JobSet CRDs, eval-admission registered with the
-//! shipped webhook configurations): `make e2e` brings it up, runs them with
-//! `--ignored`, and takes it down.
+//! The first test to run starts the test environment (tests/common/control_plane.rs:
+//! etcd and kube-apiserver built from their Go modules, the Kueue and JobSet
+//! CRDs, this tree's eval-admission registered with the shipped webhook
+//! configurations); it goes when the test binary exits. `cargo test --test e2e`
+//! (or `make e2e`) is all it takes.
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::Command;
-use std::sync::{Once, RwLock};
+use std::sync::{OnceLock, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{Kubectl, repo};
+use common::control_plane::{ControlPlane, EvalAdmission};
+use common::{BIN, repo};
 use serde_json::Value;
-
-const NEEDS_CLUSTER: &str = "needs the test control plane: run `make e2e`";
 
 /// Tests that stop the server or remove Kueue take this for writing; the rest read.
 static DISRUPTION: RwLock<()> = RwLock::new(());
-static SEEDS: Once = Once::new();
 
-/// The test control plane; kubectl and friends come from [`Kubectl`].
+/// The test control plane and eval-admission in front of it; kubectl and
+/// friends come through [`ControlPlane`].
 struct Cluster {
-    kube: Kubectl,
+    webhook: EvalAdmission,
+    plane: ControlPlane,
 }
 
 impl std::ops::Deref for Cluster {
-    type Target = Kubectl;
-    fn deref(&self) -> &Kubectl {
-        &self.kube
+    type Target = ControlPlane;
+    fn deref(&self) -> &ControlPlane {
+        &self.plane
     }
 }
 
-fn cluster() -> Cluster {
-    let dir = std::env::var_os("EVAL_ADMISSION_CLUSTER_DIR").map(PathBuf::from).unwrap_or_else(|| repo(".cluster"));
-    assert!(dir.join("kubeconfig").exists(), "no cluster at {}: {NEEDS_CLUSTER}", dir.display());
-    let cluster = Cluster { kube: Kubectl { dir } };
-    SEEDS.call_once(|| {
-        // The seeds' queues and priority classes: team-a-cq (no preemption),
-        // team-a-shared-cq (LowerPriority), WorkloadPriorityClasses 1000/500/100.
-        cluster.ok(&["apply", "-f", repo("examples/cluster.yaml").to_str().unwrap()], None);
-        // The server's caches see them a moment later: wait until its verdict uses
-        // the shared queue's policy and the seeded classes.
-        let namespace = cluster.namespace("seeds", None, &[("shared-queue", "team-a-shared-cq")]);
-        let probe = evalhub_job(
-            &namespace,
-            "probe",
-            &[("kueue.x-k8s.io/queue-name", "shared-queue"), ("kueue.x-k8s.io/priority-class", "experimental")],
-            &[],
-        );
-        eventually("the server to see the seeded queues and classes", || {
-            let output = cluster.kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&probe));
-            String::from_utf8_lossy(&output.stderr).contains("Kueue could preempt it")
-        });
+/// The shared environment, started (and seeded) by whichever test comes first;
+/// a failed start fails every test with its cause.
+fn cluster() -> &'static Cluster {
+    static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+    let started = CLUSTER.get_or_init(|| {
+        let start = || -> anyhow::Result<Cluster> {
+            let plane = ControlPlane::start(&[])?;
+            eprintln!("test environment in {}", plane.dir.display());
+            let webhook = EvalAdmission::start(&plane, Path::new(BIN), &repo("manifests/base/config.yaml"))?;
+            let cluster = Cluster { webhook, plane };
+            seed(&cluster);
+            Ok(cluster)
+        };
+        start().map_err(|error| format!("{error:#}"))
     });
-    cluster
+    started.as_ref().unwrap_or_else(|error| panic!("the test environment did not start: {error}"))
+}
+
+fn seed(cluster: &Cluster) {
+    // The seeds' queues and priority classes: team-a-cq (no preemption),
+    // team-a-shared-cq (LowerPriority), WorkloadPriorityClasses 1000/500/100.
+    cluster.ok(&["apply", "-f", repo("examples/cluster.yaml").to_str().unwrap()], None);
+    // The server's caches see them a moment later: wait until its verdict uses
+    // the shared queue's policy and the seeded classes.
+    let namespace = cluster.namespace("seeds", None, &[("shared-queue", "team-a-shared-cq")]);
+    let probe = evalhub_job(
+        &namespace,
+        "probe",
+        &[("kueue.x-k8s.io/queue-name", "shared-queue"), ("kueue.x-k8s.io/priority-class", "experimental")],
+        &[],
+    );
+    eventually("the server to see the seeded queues and classes", || {
+        let output = cluster.kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&probe));
+        String::from_utf8_lossy(&output.stderr).contains("Kueue could preempt it")
+    });
 }
 
 impl Cluster {
-    fn webhook(&self, command: &str) {
-        let status = Command::new(repo("hack/webhook.sh")).arg(command).arg(&self.dir).status().unwrap();
-        assert!(status.success(), "hack/webhook.sh {command}");
-    }
-
     /// A namespace with optional default-queue annotation and LocalQueues (name -> ClusterQueue).
     fn namespace(&self, prefix: &str, default_queue: Option<&str>, queues: &[(&str, &str)]) -> String {
         let name = unique(prefix);
@@ -88,8 +96,8 @@ fn local_queue(namespace: &str, name: &str, cluster_queue: &str) -> String {
     )
 }
 
-/// Names are unique per run: the test cluster keeps its etcd data, and
-/// namespaces never finish deleting without a controller manager.
+/// Names are unique: the tests share one environment, and namespaces never
+/// finish deleting without a controller manager.
 fn unique(prefix: &str) -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
     format!("{prefix}-{:x}", nanos % 0xffff_ffff_ffff)
@@ -122,7 +130,6 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 }
 
 #[test]
-#[ignore = "needs the test control plane: run `make e2e`"]
 fn an_evalhub_job_and_an_aiperf_jobset_are_queued_and_suspended() {
     let cluster = cluster();
     let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
@@ -146,7 +153,6 @@ fn an_evalhub_job_and_an_aiperf_jobset_are_queued_and_suspended() {
 }
 
 #[test]
-#[ignore = "needs the test control plane: run `make e2e`"]
 fn a_missing_local_queue_is_refused_and_soft_findings_are_warnings() {
     let cluster = cluster();
     let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
@@ -189,7 +195,6 @@ fn a_missing_local_queue_is_refused_and_soft_findings_are_warnings() {
 }
 
 #[test]
-#[ignore = "needs the test control plane: run `make e2e`"]
 fn one_apply_of_a_namespace_its_local_queue_its_classes_and_a_job_succeeds() {
     let cluster = cluster();
     let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
@@ -237,7 +242,6 @@ fn one_apply_of_a_namespace_its_local_queue_its_classes_and_a_job_succeeds() {
 }
 
 #[test]
-#[ignore = "needs the test control plane: run `make e2e`"]
 fn local_queues_created_and_deleted_while_running_are_seen() {
     let cluster = cluster();
     let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
@@ -251,7 +255,6 @@ fn local_queues_created_and_deleted_while_running_are_seen() {
 }
 
 #[test]
-#[ignore = "needs the test control plane: run `make e2e`"]
 fn preemptible_evaluations_are_refused_unless_they_checkpoint_or_the_queue_does_not_preempt() {
     let cluster = cluster();
     let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
@@ -275,7 +278,6 @@ fn preemptible_evaluations_are_refused_unless_they_checkpoint_or_the_queue_does_
 }
 
 #[test]
-#[ignore = "needs the test control plane: run `make e2e`"]
 fn an_ordinary_user_cannot_take_a_queued_evaluation_out_of_kueue_but_kueue_can_start_it() {
     let cluster = cluster();
     let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
@@ -328,7 +330,6 @@ fn an_ordinary_user_cannot_take_a_queued_evaluation_out_of_kueue_but_kueue_can_s
 }
 
 #[test]
-#[ignore = "needs the test control plane: run `make e2e`"]
 fn server_side_dry_run_behaves_like_a_create_and_stores_nothing() {
     let cluster = cluster();
     let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
@@ -346,22 +347,21 @@ fn server_side_dry_run_behaves_like_a_create_and_stores_nothing() {
 }
 
 #[test]
-#[ignore = "needs the test control plane: run `make e2e`"]
 fn with_the_server_stopped_evaluations_fail_closed_and_other_jobs_are_untouched() {
     let cluster = cluster();
     let _exclusive = DISRUPTION.write().unwrap_or_else(|p| p.into_inner());
     let namespace = cluster.namespace("outage", Some("eval-queue"), &[("eval-queue", "team-a-cq")]);
-    cluster.webhook("down");
+    cluster.webhook.down();
     let stderr = cluster.refused(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "during-outage", &[], &[])));
-    cluster.webhook("up");
+    cluster.webhook.up(None).unwrap();
     assert!(stderr.contains("failed calling webhook \"mutate.eval-admission.io\""), "failurePolicy Fail: {stderr}");
 
     // A Job that is not an evaluation never reaches the webhook (matchConditions), up or down.
-    cluster.webhook("down");
+    cluster.webhook.down();
     let mut other: Value = serde_json::from_str(&evalhub_job(&namespace, "web-batch", &[], &[])).unwrap();
     other["metadata"]["labels"] = serde_json::json!({"app": "web"});
     let output = cluster.kubectl(&["create", "-f", "-"], Some(&other.to_string()));
-    cluster.webhook("up");
+    cluster.webhook.up(None).unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(cluster.get("job", &namespace, "web-batch")["spec"].get("suspend").is_none_or(|s| s == false));
 
@@ -369,7 +369,6 @@ fn with_the_server_stopped_evaluations_fail_closed_and_other_jobs_are_untouched(
 }
 
 #[test]
-#[ignore = "needs the test control plane: run `make e2e`"]
 fn kueue_removed_and_reinstalled_while_running_is_noticed() {
     let cluster = cluster();
     let _exclusive = DISRUPTION.write().unwrap_or_else(|p| p.into_inner());
@@ -388,7 +387,7 @@ fn kueue_removed_and_reinstalled_while_running_is_noticed() {
     }
     crd.as_object_mut().unwrap().remove("status");
     cluster.ok(&["create", "-f", "-"], Some(&crd.to_string()));
-    cluster.ok(&["wait", "--for=condition=Established", "crd/localqueues.kueue.x-k8s.io", "--timeout=60s"], None);
+    cluster.wait_established(&["crd/localqueues.kueue.x-k8s.io"]).unwrap();
     // The CRD's deletion took the LocalQueues with it: restore them.
     cluster.ok(&["apply", "-f", repo("examples/cluster.yaml").to_str().unwrap()], None);
     cluster.ok(&["apply", "-f", "-"], Some(&local_queue(&namespace, "eval-queue", "team-a-cq")));
@@ -403,12 +402,11 @@ struct Reregister<'a>(&'a Cluster);
 
 impl Drop for Reregister<'_> {
     fn drop(&mut self) {
-        self.0.webhook("register");
+        self.0.webhook.register().unwrap();
     }
 }
 
 #[test]
-#[ignore = "needs the test control plane: run `make e2e`"]
 fn every_overlay_applies_to_the_real_api_server_and_the_install_works_as_written() {
     let cluster = cluster();
     let _exclusive = DISRUPTION.write().unwrap_or_else(|p| p.into_inner());
@@ -416,7 +414,7 @@ fn every_overlay_applies_to_the_real_api_server_and_the_install_works_as_written
     assert!(crds.status.success(), "{}", String::from_utf8_lossy(&crds.stderr));
     let crds = String::from_utf8(crds.stdout).unwrap().trim().to_string();
     cluster.ok(&["apply", "--server-side", "-f", &crds], None);
-    cluster.ok(&["wait", "--for=condition=Established", "--timeout=60s", "-f", &crds], None);
+    cluster.wait_established(&["-f", &crds]).unwrap();
     let generated = Command::new(repo("certs/make-serving-cert.sh")).status().unwrap();
     assert!(generated.success());
 
@@ -430,7 +428,7 @@ fn every_overlay_applies_to_the_real_api_server_and_the_install_works_as_written
     }
 
     // The README's install command, for real; then the tests' own registration comes back.
-    let _restore = Reregister(&cluster);
+    let _restore = Reregister(cluster);
     cluster.ok(&["apply", "-k", repo("manifests").to_str().unwrap()], None);
     let mutating: Value = serde_json::from_str(
         &cluster.ok(&["get", "mutatingwebhookconfiguration", "eval-admission-mutating", "-o", "json"], None),

@@ -4,11 +4,14 @@
 //! eval-admission lets through, and whether eval-admission's preemption model
 //! (src/rules/priority.rs) matches Kueue's real preemption.
 //!
-//! `make e2e-kueue` starts a fresh control plane with eval-admission configured
-//! by tests/kueue/eval-admission-config.yaml (Kueue's identity here is the client
-//! certificate user `kueue-e2e-controller`), starts Kueue (hack/kueue.sh) with
-//! its own webhook configurations registered, runs these with `--ignored
-//! --test-threads 1`, and tears everything down. There is no kubelet and no
+//! The first test starts the test environment (tests/common/control_plane.rs):
+//! a fresh control plane, eval-admission configured by
+//! tests/kueue/eval-admission-config.yaml (Kueue's identity here is the client
+//! certificate user `kueue-e2e-controller`), and Kueue with its own webhook
+//! configurations registered; it all goes when the test binary exits. Run with
+//! `--test-threads 1` (`make e2e-kueue` does): the tests change cluster-wide
+//! things (webhook order, eval-admission's config). The tables of (c) and (e)
+//! land in `$KUEUE_E2E_OUT` (default: the environment's folder). There is no kubelet and no
 //! kube-controller-manager: admission shows as the Workload's QuotaReserved /
 //! Admitted conditions and the Job's `spec.suspend` turning false; preemption as
 //! the Workload's Evicted / Preempted conditions and `spec.suspend` back to true.
@@ -23,40 +26,60 @@ mod oracle;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{BIN, Kubectl, repo};
+use common::control_plane::{ControlPlane, EvalAdmission, KUEUE_USER, Kueue};
+use common::{BIN, repo};
 use serde_json::{Value, json};
 
 const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
 const CHECKPOINTING: (&str, &str) = ("eval-admission.io/checkpointing", "true");
-/// Kueue's identity in this cluster (hack/kueue.sh), the one
-/// tests/kueue/eval-admission-config.yaml allows to unsuspend.
-const KUEUE_USER: &str = "kueue-e2e-controller";
 /// How long Kueue gets to preempt (or to show it will not).
 const PREEMPTION_WAIT: Duration = Duration::from_secs(20);
 /// How long Kueue gets to admit a workload that fits.
 const ADMISSION_WAIT: Duration = Duration::from_secs(60);
 
-/// The test control plane; kubectl and friends come from [`Kubectl`].
+/// The control plane with eval-admission and Kueue in front of it; kubectl
+/// and friends come through [`ControlPlane`]. Field order is drop order.
 struct Cluster {
-    kube: Kubectl,
+    /// Held, not read: Kueue runs as long as the environment.
+    _kueue: Kueue,
+    webhook: EvalAdmission,
+    plane: ControlPlane,
 }
 
 impl std::ops::Deref for Cluster {
-    type Target = Kubectl;
-    fn deref(&self) -> &Kubectl {
-        &self.kube
+    type Target = ControlPlane;
+    fn deref(&self) -> &ControlPlane {
+        &self.plane
     }
 }
 
-fn cluster() -> Cluster {
-    let dir =
-        std::env::var_os("EVAL_ADMISSION_CLUSTER_DIR").map(PathBuf::from).unwrap_or_else(|| repo(".cluster-kueue"));
-    assert!(dir.join("kubeconfig").exists(), "no cluster at {}: run make e2e-kueue", dir.display());
-    assert!(dir.join("kueue/config.yaml").exists(), "no Kueue in {}: run make e2e-kueue", dir.display());
-    Cluster { kube: Kubectl { dir } }
+/// The shared environment, started by whichever test comes first; a failed
+/// start fails every test with its cause.
+fn cluster() -> &'static Cluster {
+    static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+    let started = CLUSTER.get_or_init(|| {
+        let start = || -> anyhow::Result<Cluster> {
+            let plane = ControlPlane::start(&[])?;
+            eprintln!("test environment in {}", plane.dir.display());
+            let webhook =
+                EvalAdmission::start(&plane, Path::new(BIN), &repo("tests/kueue/eval-admission-config.yaml"))?;
+            let kueue = Kueue::start(&plane)?;
+            Ok(Cluster { _kueue: kueue, webhook, plane })
+        };
+        start().map_err(|error| format!("{error:#}"))
+    });
+    started.as_ref().unwrap_or_else(|error| panic!("the test environment did not start: {error}"))
+}
+
+/// Where the tables of (c) and (e) go.
+fn out_dir(cluster: &Cluster) -> PathBuf {
+    let dir = std::env::var_os("KUEUE_E2E_OUT").map(PathBuf::from).unwrap_or_else(|| cluster.dir.clone());
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 impl Cluster {
@@ -87,36 +110,18 @@ impl Cluster {
     }
 
     /// Everything eval-admission reads, as `review --cluster` takes it.
-    fn state(&self, into: &Path) {
-        let yaml = self.ok(
-            &[
-                "get",
-                "namespaces,localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io,cohorts.kueue.x-k8s.io,\
-                 resourceflavors.kueue.x-k8s.io,admissionchecks.kueue.x-k8s.io,\
-                 workloadpriorityclasses.kueue.x-k8s.io,priorityclasses.scheduling.k8s.io",
-                "-A",
-                "-o",
-                "yaml",
-            ],
-            None,
-        );
-        std::fs::write(into, yaml).unwrap();
+    fn state_file(&self, into: &Path) {
+        std::fs::write(into, self.state().unwrap()).unwrap();
     }
 
-    /// `hack/webhook.sh up` with a policy config: restarts eval-admission and re-registers it.
+    /// Restarts eval-admission with a policy config and re-registers it.
     fn webhook_up(&self, config: &Path) {
-        let status = Command::new(repo("hack/webhook.sh"))
-            .args(["up"])
-            .arg(&self.dir)
-            .env("WEBHOOK_CONFIG", config)
-            .status()
-            .unwrap();
-        assert!(status.success(), "hack/webhook.sh up with {}", config.display());
+        self.webhook.up(Some(config)).unwrap();
     }
 
     /// eval-admission's review log lines for `name`.
     fn reviews_of(&self, name: &str) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.join("logs/eval-admission.log"))
+        std::fs::read_to_string(self.webhook.log())
             .unwrap_or_default()
             .lines()
             .filter_map(|line| serde_json::from_str::<Value>(line).ok())
@@ -269,7 +274,6 @@ fn wait_admitted(cluster: &Cluster, namespace: &str, job: &str) -> Value {
 // ---------------------------------------------------------------- (a) queueing and admission
 
 #[test]
-#[ignore = "needs the Kueue control plane: run make e2e-kueue"]
 fn kueue_admits_what_eval_admission_queued_and_holds_what_does_not_fit() {
     let cluster = cluster();
     let s = unique();
@@ -285,7 +289,7 @@ fn kueue_admits_what_eval_admission_queued_and_holds_what_does_not_fit() {
     let created = cluster.create(&evaluation(&ns, "first", "1", &[], &[]));
     assert_eq!(created["metadata"]["labels"][QUEUE_LABEL], "eval-queue", "eval-admission labelled it");
     assert_eq!(created["spec"]["suspend"], true, "stored suspended, before Kueue admitted anything");
-    let workload = wait_admitted(&cluster, &ns, "first");
+    let workload = wait_admitted(cluster, &ns, "first");
     assert_eq!(workload["spec"]["queueName"], "eval-queue", "Kueue queued it where our label says");
     assert!(is_true(&workload, "QuotaReserved"));
     assert_eq!(workload["status"]["admission"]["clusterQueue"], cq.as_str());
@@ -293,7 +297,7 @@ fn kueue_admits_what_eval_admission_queued_and_holds_what_does_not_fit() {
     // Beyond the quota: Kueue makes its Workload and keeps it pending, suspended.
     let second = cluster.create(&evaluation(&ns, "second", "1", &[], &[]));
     assert_eq!(second["spec"]["suspend"], true);
-    wait_pending(&cluster, &ns, "second");
+    wait_pending(cluster, &ns, "second");
     std::thread::sleep(Duration::from_secs(3));
     let pending = cluster.job_workload(&ns, "second").unwrap();
     assert_eq!(pending["spec"]["queueName"], "eval-queue");
@@ -333,8 +337,7 @@ struct RestoreOrder<'a>(&'a Cluster);
 impl Drop for RestoreOrder<'_> {
     fn drop(&mut self) {
         let _ = self.0.kubectl(&["delete", "mutatingwebhookconfiguration", "zz-eval-admission-mutating"], None);
-        let status = Command::new(repo("hack/webhook.sh")).arg("register").arg(&self.0.dir).status().unwrap();
-        assert!(status.success(), "hack/webhook.sh register");
+        self.0.webhook.register().unwrap();
     }
 }
 
@@ -355,7 +358,6 @@ impl Drop for RestoreOrder<'_> {
 /// our configuration renamed to sort after Kueue's, the same Job is stored
 /// labelled but without `managedBy`.
 #[test]
-#[ignore = "needs the Kueue control plane: run make e2e-kueue"]
 fn kueues_defaulting_sees_our_label_because_our_configuration_sorts_first() {
     let cluster = cluster();
     let names = cluster.ok(&["get", "mutatingwebhookconfigurations", "-o", "name"], None);
@@ -373,7 +375,7 @@ fn kueues_defaulting_sees_our_label_because_our_configuration_sorts_first() {
     // admitted. This test is about the mutating order: validation is
     // unregistered for it and put back after.
     cluster.ok(&["delete", "validatingwebhookconfiguration", "eval-admission-validating"], None);
-    let _revalidate = RestoreOrder(&cluster);
+    let _revalidate = RestoreOrder(cluster);
     let s = unique();
     let (rf, cq, ns, check) = (format!("rf-{s}"), format!("mk-{s}"), format!("order-{s}"), format!("mk-{s}"));
     cluster.apply(&[
@@ -423,7 +425,7 @@ fn kueues_defaulting_sees_our_label_because_our_configuration_sorts_first() {
     let metadata = renamed["metadata"].as_object_mut().unwrap();
     metadata.retain(|key, _| key == "labels");
     metadata.insert("name".into(), "zz-eval-admission-mutating".into());
-    let _restore = RestoreOrder(&cluster);
+    let _restore = RestoreOrder(cluster);
     cluster.create(&renamed);
     cluster.ok(&["delete", "mutatingwebhookconfiguration", "eval-admission-mutating"], None);
     wait_for("the API server to call our configuration by its new name", ADMISSION_WAIT, || {
@@ -630,7 +632,7 @@ fn wait_pending(cluster: &Cluster, namespace: &str, job: &str) {
 fn verdict(cluster: &Cluster, job: &Value, setup: &str) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
     let (state, manifest) = (dir.path().join("cluster.yaml"), dir.path().join("job.json"));
-    cluster.state(&state);
+    cluster.state_file(&state);
     let submitted = without_annotations(job);
     std::fs::write(&manifest, submitted.to_string()).unwrap();
     let output = Command::new(BIN)
@@ -796,7 +798,6 @@ fn yes_no(value: bool) -> &'static str {
 /// low-priority workload when a preemptor needs its room, and does
 /// eval-admission call that workload preemptible? They must agree on every row.
 #[test]
-#[ignore = "needs the Kueue control plane: run make e2e-kueue"]
 fn kueue_preempts_exactly_what_eval_admission_calls_preemptible() {
     let cluster = cluster();
     let s = unique();
@@ -808,7 +809,7 @@ fn kueue_preempts_exactly_what_eval_admission_calls_preemptible() {
     ]);
 
     let outcomes: Vec<Outcome> =
-        CASES.iter().enumerate().map(|(index, case)| run_case(&cluster, case, index + 1, &classes)).collect();
+        CASES.iter().enumerate().map(|(index, case)| run_case(cluster, case, index + 1, &classes)).collect();
 
     let mut table = String::from(
         "| set-up | Kueue preempted the low workload? | eval-admission verdict on it | agree? |\n|---|---|---|---|\n",
@@ -835,7 +836,7 @@ fn kueue_preempts_exactly_what_eval_admission_calls_preemptible() {
         .unwrap();
     }
     println!("{table}");
-    std::fs::write(cluster.dir.join("kueue-model.md"), &table).unwrap();
+    std::fs::write(out_dir(cluster).join("kueue-model.md"), &table).unwrap();
     for outcome in &outcomes {
         assert_eq!(
             outcome.verdict_preemptible,
@@ -868,7 +869,6 @@ impl Drop for RestoreConfig<'_> {
 /// identity), Kueue's own unsuspend is refused and the admitted Job stays
 /// suspended: kueueControllerUsernames must name the identity Kueue really runs as.
 #[test]
-#[ignore = "needs the Kueue control plane: run make e2e-kueue"]
 fn only_kueue_may_unsuspend_a_queued_evaluation() {
     let cluster = cluster();
     let s = unique();
@@ -888,7 +888,7 @@ fn only_kueue_may_unsuspend_a_queued_evaluation() {
 
     // Kueue admits and starts it: its UPDATE went through eval-admission and was allowed.
     cluster.create(&evaluation(&ns, "started", "1", &[(QUEUE_LABEL, "open")], &[]));
-    wait_admitted(&cluster, &ns, "started");
+    wait_admitted(cluster, &ns, "started");
     let reviews = wait_for("eval-admission's log of Kueue's unsuspend", Duration::from_secs(10), || {
         let reviews: Vec<Value> = cluster
             .reviews_of("started")
@@ -915,7 +915,7 @@ fn only_kueue_may_unsuspend_a_queued_evaluation() {
 
     // The shipped default names the standard install's service account: Kueue
     // here (another identity) reserves quota but cannot start the Job.
-    let _restore = RestoreConfig(&cluster);
+    let _restore = RestoreConfig(cluster);
     cluster.webhook_up(&repo("manifests/base/config.yaml"));
     cluster.create(&evaluation(&ns, "stuck", "1", &[(QUEUE_LABEL, "spare")], &[]));
     let denied = wait_for("Kueue's refused unsuspend", ADMISSION_WAIT, || {
@@ -932,7 +932,7 @@ fn only_kueue_may_unsuspend_a_queued_evaluation() {
     // With Kueue's identity configured again, Kueue starts it (an edit nudges its retry).
     drop(_restore);
     cluster.ok(&["annotate", "job", "stuck", "-n", &ns, "nudge=1"], None);
-    wait_admitted(&cluster, &ns, "stuck");
+    wait_admitted(cluster, &ns, "stuck");
 }
 
 // ---------------------------------------------------------------- (e) the judge against the real Kueue
@@ -991,7 +991,7 @@ fn judge_row(
         .arg("--cluster")
         .arg({
             let path = cluster.dir.join(format!("judge-{ns}.yaml"));
-            cluster.state(&path);
+            cluster.state_file(&path);
             path
         })
         .arg("--config")
@@ -1058,7 +1058,6 @@ fn judge_row(
 /// the judge says of the same objects, and eval-admission's verdict (of the
 /// workload without its checkpointing annotation) must match the real Kueue.
 #[test]
-#[ignore = "needs the Kueue control plane: run make e2e-kueue"]
 fn the_real_kueue_confirms_the_judge() {
     let cluster = cluster();
     let mut judge = oracle::Oracle::start(&oracle::build());
@@ -1077,7 +1076,7 @@ fn the_real_kueue_confirms_the_judge() {
     let mut selective = cluster_queue(&cq, &rf, &[("cpu", "2", None)], None, Value::Null);
     selective["spec"]["namespaceSelector"] = json!({"matchLabels": {"team": "nobody"}});
     rows.push(judge_row(
-        &cluster,
+        cluster,
         &mut judge,
         "(J1) the ClusterQueue's namespaceSelector does not select the namespace",
         vec![flavor(&rf), namespace(&ns, None), selective, local_queue(&ns, "q", &cq)],
@@ -1091,7 +1090,7 @@ fn the_real_kueue_confirms_the_judge() {
     let mut preemptor = job(&ns, "preemptor", "1", "q", &[]);
     preemptor["spec"]["template"]["spec"]["priorityClassName"] = "system-cluster-critical".into();
     rows.push(judge_row(
-        &cluster,
+        cluster,
         &mut judge,
         "(J2) withinClusterQueue LowerPriority; the preemptor names PriorityClass system-cluster-critical",
         vec![
@@ -1114,7 +1113,7 @@ fn the_real_kueue_confirms_the_judge() {
         format!("judge-root3-{s}"),
     );
     rows.push(judge_row(
-        &cluster,
+        cluster,
         &mut judge,
         "(J3) cohort: low borrows flavor a; the reclaimer (Any) covers only flavor b",
         vec![
@@ -1139,7 +1138,7 @@ fn the_real_kueue_confirms_the_judge() {
         cluster_queue(&reclaimer, &rf, &[("cpu", "1", None)], Some(&root), json!({"reclaimWithinCohort": "Any"}));
     no_lending["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["lendingLimit"] = 0.into();
     rows.push(judge_row(
-        &cluster,
+        cluster,
         &mut judge,
         "(J4) cohort: low's queue (cpu 1, may borrow) beside a reclaimer (Any) with lendingLimit 0",
         vec![
@@ -1188,7 +1187,7 @@ fn the_real_kueue_confirms_the_judge() {
         .unwrap();
     }
     println!("{table}");
-    std::fs::write(cluster.dir.join("judge-vs-kueue.md"), &table).unwrap();
+    std::fs::write(out_dir(cluster).join("judge-vs-kueue.md"), &table).unwrap();
     for row in &rows {
         assert_eq!(
             row.kueue_admitted, row.judge.admissible,

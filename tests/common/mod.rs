@@ -1,19 +1,20 @@
 //! Shared test harness: certificates, the server binary as a real process, an
-//! HTTPS client that trusts the test CA.
+//! HTTPS client that trusts the test CA; and the control plane the end-to-end
+//! tests start ([`control_plane`]).
 
 #![allow(dead_code)]
 
-use std::io::Write;
-use std::net::{SocketAddr, TcpListener};
+pub mod control_plane;
+
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
+pub use control_plane::repo;
+use control_plane::{Ca, Usage};
 
-pub fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
+pub const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
 
 /// A CA and a serving certificate for localhost / 127.0.0.1.
 pub struct TestPki {
@@ -24,18 +25,9 @@ pub struct TestPki {
 
 impl TestPki {
     pub fn new(common_name: &str) -> Self {
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        ca_params.distinguished_name.push(rcgen::DnType::CommonName, format!("{common_name} CA"));
-        ca_params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign, rcgen::KeyUsagePurpose::CrlSign];
-        let ca = ca_params.self_signed(&ca_key).unwrap();
-        let leaf_key = rcgen::KeyPair::generate().unwrap();
-        let mut leaf_params =
-            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-        leaf_params.distinguished_name.push(rcgen::DnType::CommonName, common_name);
-        let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).unwrap();
-        Self { ca_pem: ca.pem(), cert_pem: leaf.pem(), key_pem: leaf_key.serialize_pem() }
+        let ca = Ca::new().unwrap();
+        let (cert_pem, key_pem) = ca.issue(common_name, Usage::Server(&["localhost", "127.0.0.1"])).unwrap();
+        Self { ca_pem: ca.pem, cert_pem, key_pem }
     }
 
     pub fn write(&self, dir: &Path) -> (PathBuf, PathBuf) {
@@ -48,7 +40,7 @@ impl TestPki {
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    control_plane::free_port().unwrap()
 }
 
 /// The server binary, killed on drop.
@@ -145,49 +137,4 @@ pub fn review_body(example: &str) -> Vec<u8> {
     let bytes = std::fs::read(repo("examples").join(example)).unwrap();
     let review = eval_admission::cli::admission_review(&bytes).unwrap();
     serde_json::to_vec(&review).unwrap()
-}
-
-/// kubectl of a test control plane made by hack/cluster-up.sh in `dir`.
-pub struct Kubectl {
-    pub dir: PathBuf,
-}
-
-impl Kubectl {
-    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = Command::new(self.dir.join("bin/kubectl"))
-            .arg("--kubeconfig")
-            .arg(self.dir.join("kubeconfig"))
-            .args(args)
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("runs kubectl");
-        if let Some(input) = stdin {
-            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        }
-        child.wait_with_output().unwrap()
-    }
-
-    /// Runs kubectl and returns stdout; panics with stderr when it fails.
-    pub fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let output = self.kubectl(args, stdin);
-        assert!(output.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    /// Runs kubectl expecting a refusal; returns stderr.
-    pub fn refused(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let output = self.kubectl(args, stdin);
-        assert!(
-            !output.status.success(),
-            "kubectl {args:?} should have been refused; stdout: {}",
-            String::from_utf8_lossy(&output.stdout)
-        );
-        String::from_utf8(output.stderr).unwrap()
-    }
-
-    pub fn get(&self, resource: &str, namespace: &str, name: &str) -> serde_json::Value {
-        serde_json::from_str(&self.ok(&["get", resource, name, "-n", namespace, "-o", "json"], None)).unwrap()
-    }
 }

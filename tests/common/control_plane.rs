@@ -1,0 +1,875 @@
+//! The one test environment: etcd and kube-apiserver, and when asked the real
+//! Kueue controller and eval-admission itself, as children of the test (or
+//! benchmark, or `make cluster`) that needs them.
+//!
+//! - Binaries come from the builders in hack/ (build-tools.sh, build-kueue.sh),
+//!   which build them from Go modules once and cache them by version; nothing
+//!   else here is shell.
+//! - PKI is minted with rcgen, ports are picked by binding port 0, and every
+//!   wait polls a condition (a fresh CRD has no status yet, so `kubectl wait`
+//!   would error out instead of waiting).
+//! - Teardown: [`Drop`] stops what it started; and every process is started
+//!   with a parent-death signal (see [`spawn`]), so a killed or finished test
+//!   run leaves nothing running even when a `static` holds the environment and
+//!   no destructor runs. Each environment lives in its own directory under
+//!   `$TMPDIR/eval-admission-test-env/`, named after the test process; the
+//!   next start removes the directories of processes that are gone and keeps
+//!   the logs of the last run until then.
+//!
+//! Self-contained (std, anyhow, rcgen, serde): the benchmarks and the
+//! `cluster` example include this file by `#[path]`.
+
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, mpsc};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, ensure};
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Kueue's identity in the test environment: a client certificate user, which
+/// tests/kueue/eval-admission-config.yaml allows to unsuspend.
+pub const KUEUE_USER: &str = "kueue-e2e-controller";
+
+/// Service IPs are never dialled (no kube-proxy, no pods), but keep them in
+/// loopback so a misconfigured service-backed webhook cannot reach off the machine.
+const SERVICE_CIDR: &str = "127.100.0.0/24";
+const SERVICE_FIRST_IP: &str = "127.100.0.1";
+
+/// How long a process gets to exit on SIGTERM before SIGKILL.
+const GRACE: Duration = Duration::from_secs(10);
+
+pub fn repo(path: &str) -> PathBuf {
+    Path::new(REPO).join(path)
+}
+
+// ------------------------------------------------------------------ processes
+
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// Starts `command` with SIGKILL as its parent-death signal (`setpriv
+/// --pdeathsig`, which then execs the command, so the pid is the command's).
+///
+/// Linux sends that signal when the *thread* that forked the child ends, and a
+/// test's thread ends with the test while the environment is shared by the
+/// rest; so every child is forked by this one thread, which lives exactly as
+/// long as the process.
+fn spawn(program: &Path, args: &[OsString], env: &[(&str, OsString)], log: &Path) -> Result<Child> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (requests, received) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("test-env-spawner".into())
+            .spawn(move || {
+                for (mut command, reply) in received {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .expect("starts the spawner thread");
+        Mutex::new(requests)
+    });
+    let output = std::fs::File::options().create(true).append(true).open(log)?;
+    let mut command = Command::new("setpriv");
+    command
+        .args(["--pdeathsig", "KILL", "--"])
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(output.try_clone()?)
+        .stderr(output);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let (reply, answer) = mpsc::channel();
+    spawner.lock().unwrap_or_else(|p| p.into_inner()).send((command, reply))?;
+    answer.recv()?.with_context(|| format!("starting {}", program.display()))
+}
+
+/// A child process and its log; stopped (TERM, then KILL) on drop.
+pub struct Process {
+    pub name: String,
+    child: Child,
+    pub log: PathBuf,
+}
+
+impl Process {
+    fn start(name: &str, logs: &Path, program: &Path, args: &[OsString], env: &[(&str, OsString)]) -> Result<Self> {
+        let log = logs.join(format!("{name}.log"));
+        let child = spawn(program, args, env, &log)?;
+        Ok(Self { name: name.to_string(), child, log })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Fails with the log's tail when the process has exited.
+    fn check_running(&mut self) -> Result<()> {
+        match self.child.try_wait()? {
+            None => Ok(()),
+            Some(status) => Err(self.died(status)),
+        }
+    }
+
+    fn died(&self, status: ExitStatus) -> anyhow::Error {
+        anyhow!("{} exited ({status}); {}:\n{}", self.name, self.log.display(), tail(&self.log, 20))
+    }
+
+    pub fn stop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+            let deadline = Instant::now() + GRACE;
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+pub fn tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let last: Vec<&str> = text.lines().rev().take(lines).collect();
+    last.into_iter().rev().collect::<Vec<_>>().join("\n")
+}
+
+/// Polls `check` every `every` until it yields a value, `timeout` passes, or
+/// `alive` reports that a process it depends on has died.
+pub fn poll<T>(
+    what: &str,
+    timeout: Duration,
+    every: Duration,
+    mut alive: impl FnMut() -> Result<()>,
+    mut check: impl FnMut() -> Option<T>,
+) -> Result<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check() {
+            return Ok(value);
+        }
+        alive().with_context(|| format!("while waiting for {what}"))?;
+        ensure!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        std::thread::sleep(every);
+    }
+}
+
+/// A port nothing listens on now (the kernel's pick; the tiny window before
+/// the process binds it is the only race, and no two picks here collide).
+pub fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// True when `GET http://127.0.0.1:PORT/PATH` answers 200.
+pub fn http_ok(port: u16, path: &str) -> bool {
+    let attempt = || -> std::io::Result<bool> {
+        let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head)?;
+        Ok(head.starts_with(b"HTTP/1.") && &head[9..12] == b"200")
+    };
+    attempt().unwrap_or(false)
+}
+
+/// Runs a builder from hack/ (it skips what its cache already has) and returns
+/// the `key=value` lines it prints on stdout.
+fn build(script: &str) -> Result<Vec<(String, PathBuf)>> {
+    let output = Command::new(repo(script)).stderr(Stdio::inherit()).output().with_context(|| script.to_string())?;
+    ensure!(output.status.success(), "{script} failed ({})", output.status);
+    let stdout = String::from_utf8(output.stdout)?;
+    Ok(stdout
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(key, value)| (key.to_string(), PathBuf::from(value)))
+        .collect())
+}
+
+fn built(outputs: &[(String, PathBuf)], key: &str) -> Result<PathBuf> {
+    outputs
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .ok_or_else(|| anyhow!("the builder printed no {key}="))
+}
+
+/// A fresh directory for one environment, after removing those of test
+/// processes that are gone.
+fn environment_dir() -> Result<PathBuf> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let root = std::env::temp_dir().join("eval-admission-test-env");
+    std::fs::create_dir_all(&root)?;
+    for entry in std::fs::read_dir(&root)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let owner = name.split('-').next().unwrap_or_default();
+        if !owner.is_empty() && !Path::new("/proc").join(owner).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    let dir = root.join(format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst)));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("logs"))?;
+    Ok(dir)
+}
+
+// ------------------------------------------------------------------ PKI
+
+/// The environment's certificate authority: the API server's client CA, the
+/// issuer of every serving certificate here, and the caBundle webhooks get.
+pub struct Ca {
+    certificate: rcgen::Certificate,
+    key: rcgen::KeyPair,
+    pub pem: String,
+}
+
+/// What a certificate is for.
+pub enum Usage<'a> {
+    /// A server reached by these IP addresses and DNS names.
+    Server(&'a [&'a str]),
+    /// A client the API server authenticates as `user` in `group`.
+    Client { user: &'a str, group: &'a str },
+}
+
+impl Ca {
+    pub fn new() -> Result<Self> {
+        let key = rcgen::KeyPair::generate()?;
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, "eval-admission-test-ca");
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        let certificate = params.self_signed(&key)?;
+        let pem = certificate.pem();
+        Ok(Self { certificate, key, pem })
+    }
+
+    /// The CA as a webhook's or kubeconfig's base64 `caBundle`.
+    pub fn bundle(&self) -> String {
+        base64::engine::general_purpose::STANDARD.encode(&self.pem)
+    }
+
+    /// A new key and a certificate for it, as PEM (certificate, key).
+    pub fn issue(&self, common_name: &str, usage: Usage) -> Result<(String, String)> {
+        let key = rcgen::KeyPair::generate()?;
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(rcgen::DnType::CommonName, common_name);
+        params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature, rcgen::KeyUsagePurpose::KeyEncipherment];
+        match usage {
+            Usage::Server(names) => {
+                params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+                for name in names {
+                    params.subject_alt_names.push(match name.parse() {
+                        Ok(ip) => rcgen::SanType::IpAddress(ip),
+                        Err(_) => rcgen::SanType::DnsName((*name).try_into()?),
+                    });
+                }
+            }
+            Usage::Client { user, group } => {
+                params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+                // The API server reads the user from CN and groups from O.
+                params.distinguished_name.push(rcgen::DnType::CommonName, user);
+                params.distinguished_name.push(rcgen::DnType::OrganizationName, group);
+            }
+        }
+        let certificate = params.signed_by(&key, &self.certificate, &self.key)?;
+        Ok((certificate.pem(), key.serialize_pem()))
+    }
+
+    /// [`Ca::issue`], written to DIR/NAME.crt and DIR/NAME.key.
+    pub fn issue_files(&self, dir: &Path, name: &str, usage: Usage) -> Result<(PathBuf, PathBuf)> {
+        let (cert_pem, key_pem) = self.issue(name, usage)?;
+        std::fs::create_dir_all(dir)?;
+        let (cert, key) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
+        std::fs::write(&cert, cert_pem)?;
+        std::fs::write(&key, key_pem)?;
+        Ok((cert, key))
+    }
+
+    /// A kubeconfig for `user` (in `group`) at `server`.
+    pub fn kubeconfig(&self, path: &Path, server: &str, user: &str, group: &str) -> Result<()> {
+        let (cert, key) = self.issue(user, Usage::Client { user, group })?;
+        let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+        let config = json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "eval-admission", "cluster": {"server": server, "certificate-authority-data": self.bundle()}}],
+            "users": [{"name": user, "user": {"client-certificate-data": b64(&cert), "client-key-data": b64(&key)}}],
+            "contexts": [{"name": user, "context": {"cluster": "eval-admission", "user": user}}],
+            "current-context": user,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&config)?)?;
+        Ok(())
+    }
+}
+
+// ------------------------------------------------------------------ kubectl
+
+/// kubectl against one environment, as its administrator.
+#[derive(Clone)]
+pub struct Kubectl {
+    pub bin: PathBuf,
+    pub kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new(&self.bin)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            // A webhook that fails closed must not hang a test on a dead API server.
+            .arg("--request-timeout=30s")
+            .args(args)
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("runs kubectl");
+        if let Some(input) = stdin {
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs kubectl and returns stdout, or an error carrying its stderr.
+    pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Result<String> {
+        let output = self.kubectl(args, stdin);
+        ensure!(output.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+        Ok(String::from_utf8(output.stdout)?)
+    }
+
+    /// Runs kubectl and returns stdout; panics with stderr when it fails.
+    pub fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        self.run(args, stdin).unwrap_or_else(|error| panic!("{error:#}"))
+    }
+
+    /// Runs kubectl expecting a refusal; returns stderr.
+    pub fn refused(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let output = self.kubectl(args, stdin);
+        assert!(
+            !output.status.success(),
+            "kubectl {args:?} should have been refused; stdout: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        String::from_utf8(output.stderr).unwrap()
+    }
+
+    pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Value {
+        serde_json::from_str(&self.ok(&["get", resource, name, "-n", namespace, "-o", "json"], None)).unwrap()
+    }
+
+    /// `kubectl apply` of these objects as one List.
+    pub fn apply(&self, objects: &[Value], extra: &[&str]) -> Result<String> {
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+        let mut args = vec!["apply", "-f", "-"];
+        args.extend_from_slice(extra);
+        self.run(&args, Some(&list.to_string()))
+    }
+
+    /// Polls until every CRD `which` names (`-f FOLDER`, `crd/NAME`) is
+    /// Established. Not `kubectl wait`: a fresh CRD has no status yet, and
+    /// kubectl then errors out instead of waiting.
+    pub fn wait_established(&self, which: &[&str]) -> Result<()> {
+        let mut args = vec!["get"];
+        args.extend_from_slice(which);
+        args.extend_from_slice(&["-o", "json"]);
+        poll(
+            &format!("{which:?} to be Established"),
+            Duration::from_secs(120),
+            Duration::from_millis(300),
+            || Ok(()),
+            || {
+                let listed: Value = serde_json::from_str(&self.run(&args, None).ok()?).ok()?;
+                let items = listed["items"].as_array().cloned().unwrap_or_else(|| vec![listed.clone()]);
+                items.iter().all(|crd| condition_true(crd, "Established")).then_some(())
+            },
+        )
+    }
+}
+
+/// True when the object's `status.conditions` has `kind` with status True.
+pub fn condition_true(object: &Value, kind: &str) -> bool {
+    object["status"]["conditions"]
+        .as_array()
+        .is_some_and(|conditions| conditions.iter().any(|c| c["type"] == kind && c["status"] == "True"))
+}
+
+// ------------------------------------------------------------------ the control plane
+
+/// etcd and kube-apiserver on loopback (no kubelet, no controller-manager),
+/// with the Kueue and JobSet CRDs installed. What differs from a real cluster:
+/// webhooks are registered by URL (nothing routes to a Service); Jobs are
+/// stored but never run; deleted namespaces stay Terminating; a Pod needs its
+/// namespace's `default` ServiceAccount created first.
+pub struct ControlPlane {
+    pub dir: PathBuf,
+    pub url: String,
+    pub kubeconfig: PathBuf,
+    pub kubectl: Kubectl,
+    pub ca: Ca,
+    // Field order is drop order: the API server stops before etcd.
+    apiserver: Mutex<Process>,
+    etcd: Mutex<Process>,
+}
+
+impl std::ops::Deref for ControlPlane {
+    type Target = Kubectl;
+    fn deref(&self) -> &Kubectl {
+        &self.kubectl
+    }
+}
+
+impl ControlPlane {
+    /// Builds (or finds cached) the binaries, starts etcd and the API server
+    /// with `extra_apiserver_flags`, installs the CRDs and waits for them.
+    pub fn start(extra_apiserver_flags: &[&str]) -> Result<Self> {
+        let tools = build("hack/build-tools.sh")?;
+        let bin = built(&tools, "bin")?;
+        let dir = environment_dir()?;
+        let logs = dir.join("logs");
+        let pki = dir.join("pki");
+        let ca = Ca::new()?;
+        let (apiserver_cert, apiserver_key) = ca.issue_files(
+            &pki,
+            "apiserver",
+            Usage::Server(&[
+                "127.0.0.1",
+                "::1",
+                SERVICE_FIRST_IP,
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ]),
+        )?;
+        std::fs::write(pki.join("ca.crt"), &ca.pem)?;
+        // The service-account token signing key pair (ES256).
+        let service_accounts = rcgen::KeyPair::generate()?;
+        std::fs::write(pki.join("sa.key"), service_accounts.serialize_pem())?;
+        std::fs::write(pki.join("sa.pub"), service_accounts.public_key_pem())?;
+
+        let (apiserver_port, etcd_port, etcd_peer_port) = (free_port()?, free_port()?, free_port()?);
+        let url = format!("https://127.0.0.1:{apiserver_port}");
+        let kubeconfig = dir.join("kubeconfig");
+        // O=system:masters is bound to cluster-admin by the bootstrap RBAC policy.
+        ca.kubeconfig(&kubeconfig, &url, "kubernetes-admin", "system:masters")?;
+        let kubectl = Kubectl { bin: bin.join("kubectl"), kubeconfig: kubeconfig.clone() };
+
+        let etcd_url = |port: u16| format!("http://127.0.0.1:{port}");
+        let etcd_args: Vec<OsString> = [
+            "--name=eval-admission".to_string(),
+            format!("--data-dir={}", dir.join("etcd").display()),
+            // Plain HTTP on loopback only: nothing else can reach it.
+            format!("--listen-client-urls={}", etcd_url(etcd_port)),
+            format!("--advertise-client-urls={}", etcd_url(etcd_port)),
+            format!("--listen-peer-urls={}", etcd_url(etcd_peer_port)),
+            format!("--initial-advertise-peer-urls={}", etcd_url(etcd_peer_port)),
+            format!("--initial-cluster=eval-admission={}", etcd_url(etcd_peer_port)),
+            // Throwaway data: skip fsync, the slowest part on a busy disk.
+            "--unsafe-no-fsync".to_string(),
+            "--log-level=warn".to_string(),
+        ]
+        .map(OsString::from)
+        .into();
+        let mut etcd = Process::start("etcd", &logs, &bin.join("etcd"), &etcd_args, &[])?;
+        poll(
+            "etcd to listen",
+            Duration::from_secs(60),
+            Duration::from_millis(100),
+            || etcd.check_running(),
+            || TcpStream::connect(("127.0.0.1", etcd_port)).ok(),
+        )?;
+
+        let pki_file = |name: &str| pki.join(name).display().to_string();
+        let mut apiserver_args: Vec<OsString> = [
+            "--bind-address=127.0.0.1".to_string(),
+            "--advertise-address=127.0.0.1".to_string(),
+            format!("--secure-port={apiserver_port}"),
+            format!("--etcd-servers={}", etcd_url(etcd_port)),
+            format!("--tls-cert-file={}", apiserver_cert.display()),
+            format!("--tls-private-key-file={}", apiserver_key.display()),
+            format!("--client-ca-file={}", pki_file("ca.crt")),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
+            format!("--service-account-key-file={}", pki_file("sa.pub")),
+            format!("--service-account-signing-key-file={}", pki_file("sa.key")),
+            format!("--service-cluster-ip-range={SERVICE_CIDR}"),
+            "--authorization-mode=Node,RBAC".to_string(),
+            // On by default already; listed because the tests depend on them.
+            "--enable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook".to_string(),
+            "--allow-privileged=true".to_string(),
+            // The `kubernetes` Service's Endpoints may not point at loopback.
+            "--endpoint-reconciler-type=none".to_string(),
+            "--profiling=false".to_string(),
+        ]
+        .map(OsString::from)
+        .into();
+        apiserver_args.extend(extra_apiserver_flags.iter().map(OsString::from));
+        let mut apiserver = Process::start("kube-apiserver", &logs, &bin.join("kube-apiserver"), &apiserver_args, &[])?;
+        poll(
+            &format!("kube-apiserver /readyz at {url}"),
+            Duration::from_secs(180),
+            Duration::from_millis(500),
+            || {
+                etcd.check_running()?;
+                apiserver.check_running()
+            },
+            || kubectl.run(&["get", "--raw=/readyz"], None).ok(),
+        )?;
+
+        let plane =
+            Self { dir, url, kubeconfig, kubectl, ca, apiserver: Mutex::new(apiserver), etcd: Mutex::new(etcd) };
+        for crds in [built(&tools, "kueue_crds")?, built(&tools, "jobset_crds")?] {
+            // Server-side: the Workload CRD is far over the 256 KiB limit of the
+            // last-applied annotation client-side apply writes.
+            let path = crds.to_str().context("CRD path")?;
+            plane
+                .run(&["apply", "--server-side", "--force-conflicts", "--field-manager=test-env", "-f", path], None)?;
+            plane.wait_established(&["-f", path])?;
+        }
+        Ok(plane)
+    }
+
+    /// The pids of etcd and kube-apiserver (for CPU accounting).
+    pub fn pids(&self) -> Vec<(&'static str, u32)> {
+        let pid = |process: &Mutex<Process>| process.lock().unwrap_or_else(|p| p.into_inner()).pid();
+        vec![("kube-apiserver", pid(&self.apiserver)), ("etcd", pid(&self.etcd))]
+    }
+
+    pub fn logs(&self) -> PathBuf {
+        self.dir.join("logs")
+    }
+
+    /// Everything eval-admission reads, as `review --cluster` takes it.
+    pub fn state(&self) -> Result<String> {
+        self.run(
+            &[
+                "get",
+                "namespaces,localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io,cohorts.kueue.x-k8s.io,\
+                 resourceflavors.kueue.x-k8s.io,admissionchecks.kueue.x-k8s.io,\
+                 workloadpriorityclasses.kueue.x-k8s.io,priorityclasses.scheduling.k8s.io",
+                "-A",
+                "-o",
+                "yaml",
+            ],
+            None,
+        )
+    }
+}
+
+// ------------------------------------------------------------------ eval-admission
+
+/// eval-admission serving this environment's API server, registered with the
+/// shipped webhook configurations (manifests/base/webhooks) changed only in
+/// how the API server reaches it: a loopback URL and the environment's CA.
+pub struct EvalAdmission {
+    bin: PathBuf,
+    config: Mutex<PathBuf>,
+    kubectl: Kubectl,
+    ca_bundle: String,
+    pub port: u16,
+    pub admin_port: u16,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    logs: PathBuf,
+    process: Mutex<Option<Process>>,
+}
+
+impl EvalAdmission {
+    /// Starts `bin serve` with the policy `config` and registers it.
+    pub fn start(plane: &ControlPlane, bin: &Path, config: &Path) -> Result<Self> {
+        let dir = plane.dir.join("eval-admission");
+        let (cert, key) = plane.ca.issue_files(&dir, "tls", Usage::Server(&["127.0.0.1", "localhost"]))?;
+        let server = Self {
+            bin: bin.to_path_buf(),
+            config: Mutex::new(config.to_path_buf()),
+            kubectl: plane.kubectl.clone(),
+            ca_bundle: plane.ca.bundle(),
+            port: free_port()?,
+            admin_port: free_port()?,
+            cert,
+            key,
+            logs: plane.logs(),
+            process: Mutex::new(None),
+        };
+        server.up(None)?;
+        Ok(server)
+    }
+
+    /// (Re)starts the server, with `config` from now on when given, waits for
+    /// /readyz (its caches synced) and registers it.
+    pub fn up(&self, config: Option<&Path>) -> Result<()> {
+        self.down();
+        let config = {
+            let mut current = self.config.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(config) = config {
+                *current = config.to_path_buf();
+            }
+            current.clone()
+        };
+        let args: Vec<OsString> = [
+            "serve".into(),
+            "--listen".into(),
+            format!("127.0.0.1:{}", self.port).into(),
+            "--admin-listen".into(),
+            format!("127.0.0.1:{}", self.admin_port).into(),
+            "--tls-cert".into(),
+            self.cert.clone().into(),
+            "--tls-key".into(),
+            self.key.clone().into(),
+            "--config".into(),
+            config.into(),
+            "--shutdown-delay".into(),
+            "0s".into(),
+            "--log-format".into(),
+            "json".into(),
+        ]
+        .into();
+        let env = [
+            ("KUBECONFIG", self.kubectl.kubeconfig.clone().into()),
+            ("RUST_LOG", std::env::var_os("RUST_LOG").unwrap_or_else(|| "info".into())),
+        ];
+        let mut process = Process::start("eval-admission", &self.logs, &self.bin, &args, &env)?;
+        poll(
+            "eval-admission /readyz",
+            Duration::from_secs(60),
+            Duration::from_millis(100),
+            || process.check_running(),
+            || http_ok(self.admin_port, "/readyz").then_some(()),
+        )?;
+        *self.process.lock().unwrap_or_else(|p| p.into_inner()) = Some(process);
+        self.register()
+    }
+
+    /// Stops the server (its registration stays: evaluations then fail closed).
+    pub fn down(&self) {
+        if let Some(mut process) = self.process.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            process.stop();
+        }
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.process.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(Process::pid)
+    }
+
+    /// The server's log (JSON lines), across restarts.
+    pub fn log(&self) -> PathBuf {
+        self.logs.join("eval-admission.log")
+    }
+
+    /// The shipped configurations, each webhook pointed at this server.
+    pub fn registration(&self) -> Result<Vec<Value>> {
+        ["mutating.yaml", "validating.yaml"]
+            .iter()
+            .map(|file| {
+                let path = repo("manifests/base/webhooks").join(file);
+                let mut configuration: Value = serde_yaml::from_str(&std::fs::read_to_string(&path)?)?;
+                for webhook in configuration["webhooks"].as_array_mut().context("webhooks")? {
+                    let path = webhook["clientConfig"]["service"]["path"].as_str().context("service path")?.to_string();
+                    webhook["clientConfig"] =
+                        json!({"url": format!("https://127.0.0.1:{}{path}", self.port), "caBundle": self.ca_bundle});
+                }
+                Ok(configuration)
+            })
+            .collect()
+    }
+
+    pub fn register(&self) -> Result<()> {
+        self.kubectl.apply(&self.registration()?, &[]).map(drop)
+    }
+
+    pub fn unregister(&self) -> Result<()> {
+        for configuration in self.registration()? {
+            let kind = configuration["kind"].as_str().context("kind")?.to_lowercase();
+            let name = configuration["metadata"]["name"].as_str().context("name")?;
+            self.kubectl.run(&["delete", &kind, name, "--ignore-not-found"], None)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for EvalAdmission {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+// ------------------------------------------------------------------ Kueue
+
+/// The real Kueue v0.19.2 controller manager (hack/build-kueue.sh builds it
+/// from its Go module), with its own webhook configurations registered by URL.
+///
+/// How it differs from a release install (no Deployment, Service or cert-manager):
+/// - leader election and internalCertManagement off; certificates from [`Ca`];
+/// - only the batch/job and jobset.x-k8s.io/jobset integrations,
+///   manageJobsWithoutQueueName false;
+/// - VisibilityOnDemand off: an aggregated API server with no APIService
+///   wiring here, which plays no part in admission or preemption;
+/// - the CRDs are installed without upstream's conversion-webhook patches, so
+///   while Kueue runs, the CRDs upstream converts get its /convert webhook, and
+///   on drop strategy None comes back (a v1beta1 object would otherwise be
+///   stored as v1beta2 with renamed fields silently pruned).
+pub struct Kueue {
+    kubectl: Kubectl,
+    ca_bundle: String,
+    webhooks: PathBuf,
+    webhook_port: u16,
+    process: Mutex<Option<Process>>,
+}
+
+/// The CRDs Kueue's config/components/crd/kustomization.yaml gives a conversion webhook.
+const KUEUE_CONVERTED: [&str; 5] = ["localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters"];
+
+impl Kueue {
+    pub fn start(plane: &ControlPlane) -> Result<Self> {
+        let outputs = build("hack/build-kueue.sh")?;
+        let bin = built(&outputs, "bin")?;
+        let dir = plane.dir.join("kueue");
+        let certs = dir.join("certs");
+        let (cert, key) = plane.ca.issue("kueue-webhook", Usage::Server(&["127.0.0.1", "localhost"]))?;
+        // cmd/kueue (main.go) reads the metrics serving certificate from the
+        // fixed path /etc/kueue/metrics/certs whenever internalCertManagement
+        // is off, and exits when it is missing; turning internal cert
+        // management on instead needs a Service and a Secret this environment
+        // has no use for. So Kueue gets its own mount namespace, where a
+        // read-only overlay adds DIR/etc/kueue/metrics/certs to /etc and
+        // nothing else changes (bind mounts on files in /etc, as in a
+        // container's /etc/hosts, are not seen through it; Kueue dials only
+        // 127.0.0.1).
+        let etc = dir.join("etc");
+        for folder in [certs.clone(), etc.join("kueue/metrics/certs")] {
+            std::fs::create_dir_all(&folder)?;
+            std::fs::write(folder.join("tls.crt"), &cert)?;
+            std::fs::write(folder.join("tls.key"), &key)?;
+        }
+        ensure!(!etc.to_string_lossy().contains([',', ':']), "{} cannot be an overlay lowerdir", etc.display());
+        let kubeconfig = dir.join("kubeconfig");
+        // O=system:masters: cluster-admin, as Kueue's ClusterRole is close to;
+        // what matters to eval-admission is the username.
+        plane.ca.kubeconfig(&kubeconfig, &plane.url, KUEUE_USER, "system:masters")?;
+        let (webhook_port, metrics_port, health_port) = (free_port()?, free_port()?, free_port()?);
+        let config = dir.join("config.yaml");
+        std::fs::write(
+            &config,
+            serde_json::to_string_pretty(&json!({
+                "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                "kind": "Configuration",
+                "namespace": "kueue-system",
+                "manageJobsWithoutQueueName": false,
+                "leaderElection": {"leaderElect": false},
+                "internalCertManagement": {"enable": false},
+                "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": certs},
+                "metrics": {"bindAddress": format!("127.0.0.1:{metrics_port}")},
+                "health": {"healthProbeBindAddress": format!("127.0.0.1:{health_port}")},
+                "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+                "featureGates": {"VisibilityOnDemand": false},
+            }))?,
+        )?;
+        // Kueue's own namespace (excluded from its managedJobsNamespaceSelector).
+        plane.apply(&[json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})], &[])?;
+
+        let level = std::env::var("KUEUE_LOG_LEVEL").unwrap_or_else(|_| "2".into());
+        let mut args: Vec<OsString> = ["--mount", "--propagation", "private", "sh", "-c"].map(OsString::from).into();
+        args.push(r#"mount -t overlay kueue-etc -o "lowerdir=$0:/etc" /etc && exec "$@""#.into());
+        args.extend([etc.into_os_string(), bin.into_os_string(), "--config".into(), config.into_os_string()]);
+        args.push(format!("--zap-log-level={level}").into());
+        let unshare = PathBuf::from("unshare");
+        let mut process =
+            Process::start("kueue", &plane.logs(), &unshare, &args, &[("KUBECONFIG", kubeconfig.into_os_string())])?;
+        poll(
+            "Kueue /readyz",
+            Duration::from_secs(180),
+            Duration::from_millis(500),
+            || process.check_running(),
+            || http_ok(health_port, "/readyz").then_some(()),
+        )?;
+        let kueue = Self {
+            kubectl: plane.kubectl.clone(),
+            ca_bundle: plane.ca.bundle(),
+            webhooks: built(&outputs, "webhooks")?,
+            webhook_port,
+            process: Mutex::new(Some(process)),
+        };
+        kueue.register()?;
+        Ok(kueue)
+    }
+
+    /// Kueue's webhook configurations as its release installs them
+    /// (config/components/webhook, names prefixed `kueue-` as config/default
+    /// does, no Service), pointed at loopback; and its conversion webhook.
+    pub fn register(&self) -> Result<()> {
+        let rendered = self.kubectl.run(&["kustomize", self.webhooks.to_str().context("path")?], None)?;
+        let mut configurations = Vec::new();
+        for document in serde_yaml::Deserializer::from_str(&rendered) {
+            let mut object: Value = serde::Deserialize::deserialize(document)?;
+            if object["kind"] == "Service" {
+                continue;
+            }
+            let name = object["metadata"]["name"].as_str().context("name")?;
+            object["metadata"]["name"] = format!("kueue-{name}").into();
+            for webhook in object["webhooks"].as_array_mut().context("webhooks")? {
+                let path = webhook["clientConfig"]["service"]["path"].as_str().context("service path")?.to_string();
+                webhook["clientConfig"] = json!({"url": self.url(&path), "caBundle": self.ca_bundle});
+            }
+            configurations.push(object);
+        }
+        ensure!(configurations.len() == 2, "expected Kueue's two webhook configurations, got {}", configurations.len());
+        self.kubectl.apply(&configurations, &["--server-side", "--force-conflicts", "--field-manager=test-env"])?;
+        let conversion = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": self.url("/convert"), "caBundle": self.ca_bundle},
+        }}}});
+        for name in KUEUE_CONVERTED {
+            let crd = format!("crd/{name}.kueue.x-k8s.io");
+            self.kubectl.run(&["patch", &crd, "--type=merge", "-p", &conversion.to_string()], None)?;
+        }
+        Ok(())
+    }
+
+    /// Its webhooks fail closed: taken away before Kueue stops, or every Job
+    /// create would fail meanwhile.
+    pub fn unregister(&self) {
+        for (kind, name) in [
+            ("mutatingwebhookconfiguration", "kueue-mutating-webhook-configuration"),
+            ("validatingwebhookconfiguration", "kueue-validating-webhook-configuration"),
+        ] {
+            let _ = self.kubectl.run(&["delete", kind, name, "--ignore-not-found"], None);
+        }
+        let none = r#"{"spec":{"conversion":{"strategy":"None","webhook":null}}}"#;
+        for name in KUEUE_CONVERTED {
+            let _ =
+                self.kubectl.run(&["patch", &format!("crd/{name}.kueue.x-k8s.io"), "--type=merge", "-p", none], None);
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.webhook_port)
+    }
+}
+
+impl Drop for Kueue {
+    fn drop(&mut self) {
+        self.unregister();
+        if let Some(mut process) = self.process.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            process.stop();
+        }
+    }
+}
