@@ -787,7 +787,10 @@ impl Kueue {
         plane.apply(&[json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})], &[])?;
 
         let level = std::env::var("KUEUE_LOG_LEVEL").unwrap_or_else(|_| "2".into());
-        let mut args: Vec<OsString> = ["--mount", "--propagation", "private", "sh", "-c"].map(OsString::from).into();
+        // Not root: a user namespace too, mapping us to root inside it, where mounting is allowed.
+        let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self")?) == 0;
+        let mut args: Vec<OsString> = if root { vec![] } else { vec!["--user".into(), "--map-root-user".into()] };
+        args.extend(["--mount", "--propagation", "private", "sh", "-c"].map(OsString::from));
         args.push(r#"mount -t overlay kueue-etc -o "lowerdir=$0:/etc" /etc && exec "$@""#.into());
         args.extend([etc.into_os_string(), bin.into_os_string(), "--config".into(), config.into_os_string()]);
         args.push(format!("--zap-log-level={level}").into());
