@@ -3,15 +3,17 @@
 
 #![allow(dead_code)]
 
+#[path = "../tests/common/control_plane.rs"]
+pub mod control_plane;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
+pub use control_plane::repo;
+use control_plane::{Ca, Usage};
 
-pub fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
+pub const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
 
 /// `BENCH_SMOKE=1`: seconds, not minutes; the test suite runs it to keep it working.
 pub fn smoke() -> bool {
@@ -32,21 +34,13 @@ pub fn write_json(name: &str, value: &serde_json::Value) {
 
 /// A CA and a serving certificate for localhost in `dir`; returns the CA PEM.
 pub fn certificates(dir: &Path) -> (PathBuf, PathBuf, String) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-    let leaf = params.signed_by(&key, &ca, &ca_key).unwrap();
-    let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
-    std::fs::write(&cert_path, leaf.pem()).unwrap();
-    std::fs::write(&key_path, key.serialize_pem()).unwrap();
-    (cert_path, key_path, ca.pem())
+    let ca = Ca::new().unwrap();
+    let (cert, key) = ca.issue_files(dir, "tls", Usage::Server(&["localhost"])).unwrap();
+    (cert, key, ca.pem)
 }
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    control_plane::free_port().unwrap()
 }
 
 /// Pins this process (and the threads it starts later) to `cpu`.
