@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
-use control_plane::{ControlPlane, EvalAdmission, free_port};
+use control_plane::{Environment, free_port};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::admissionregistration::v1beta1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding};
 use k8s_openapi::api::batch::v1::Job;
@@ -117,20 +117,10 @@ impl Settings {
 
 /// The control plane and the webhook server; stopped on drop, and by their
 /// parent-death signal if this process is killed.
-struct Cluster {
-    webhook: EvalAdmission,
-    plane: ControlPlane,
-}
+type Cluster = Environment;
 
-impl Cluster {
-    fn up() -> Result<Self> {
-        eprintln!("starting the control plane");
-        let plane = ControlPlane::start(&APISERVER_FLAGS)?;
-        eprintln!("control plane up in {}", plane.dir.display());
-        let webhook =
-            EvalAdmission::start(&plane, Path::new(BIN), &Path::new(REPO).join("manifests/base/config.yaml"))?;
-        Ok(Self { webhook, plane })
-    }
+fn cluster_up() -> Result<Cluster> {
+    Environment::start(&APISERVER_FLAGS, Path::new(BIN), &Path::new(REPO).join("manifests/base/config.yaml"), false)
 }
 
 async fn kube_client(kubeconfig: &Path) -> Result<kube::Client> {
@@ -974,7 +964,7 @@ fn main() -> ExitCode {
     }));
     let started = Instant::now();
     let result = (|| -> Result<()> {
-        let cluster = Cluster::up()?;
+        let cluster = cluster_up()?;
         // Ctrl-C or SIGTERM: stop part B's server, then exit; the control
         // plane's processes follow by their parent-death signal.
         runtime.spawn(async move {

@@ -11,46 +11,26 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::{OnceLock, RwLock};
+use std::sync::RwLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::control_plane::{ControlPlane, EvalAdmission};
+use common::control_plane::Environment;
 use common::{BIN, repo};
 use serde_json::Value;
 
 /// Tests that stop the server or remove Kueue take this for writing; the rest read.
 static DISRUPTION: RwLock<()> = RwLock::new(());
 
-/// The test control plane and eval-admission in front of it; kubectl and
-/// friends come through [`ControlPlane`].
-struct Cluster {
-    webhook: EvalAdmission,
-    plane: ControlPlane,
-}
+/// The test control plane and eval-admission in front of it.
+type Cluster = Environment;
 
-impl std::ops::Deref for Cluster {
-    type Target = ControlPlane;
-    fn deref(&self) -> &ControlPlane {
-        &self.plane
-    }
-}
-
-/// The shared environment, started (and seeded) by whichever test comes first;
-/// a failed start fails every test with its cause.
+/// The shared environment, started (and seeded) by whichever test comes first.
 fn cluster() -> &'static Cluster {
-    static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
-    let started = CLUSTER.get_or_init(|| {
-        let start = || -> anyhow::Result<Cluster> {
-            let plane = ControlPlane::start(&[])?;
-            eprintln!("test environment in {}", plane.dir.display());
-            let webhook = EvalAdmission::start(&plane, Path::new(BIN), &repo("manifests/base/config.yaml"))?;
-            let cluster = Cluster { webhook, plane };
-            seed(&cluster);
-            Ok(cluster)
-        };
-        start().map_err(|error| format!("{error:#}"))
-    });
-    started.as_ref().unwrap_or_else(|error| panic!("the test environment did not start: {error}"))
+    Environment::shared(|| {
+        let cluster = Environment::start(&[], Path::new(BIN), &repo("manifests/base/config.yaml"), false)?;
+        seed(&cluster);
+        Ok(cluster)
+    })
 }
 
 fn seed(cluster: &Cluster) {

@@ -26,10 +26,9 @@ mod oracle;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::control_plane::{ControlPlane, EvalAdmission, KUEUE_USER, Kueue};
+use common::control_plane::{Environment, KUEUE_USER};
 use common::{BIN, repo};
 use serde_json::{Value, json};
 
@@ -41,38 +40,14 @@ const PREEMPTION_WAIT: Duration = Duration::from_secs(20);
 /// How long Kueue gets to admit a workload that fits.
 const ADMISSION_WAIT: Duration = Duration::from_secs(60);
 
-/// The control plane with eval-admission and Kueue in front of it; kubectl
-/// and friends come through [`ControlPlane`]. Field order is drop order.
-struct Cluster {
-    /// Held, not read: Kueue runs as long as the environment.
-    _kueue: Kueue,
-    webhook: EvalAdmission,
-    plane: ControlPlane,
-}
+/// The control plane with eval-admission and Kueue in front of it.
+type Cluster = Environment;
 
-impl std::ops::Deref for Cluster {
-    type Target = ControlPlane;
-    fn deref(&self) -> &ControlPlane {
-        &self.plane
-    }
-}
-
-/// The shared environment, started by whichever test comes first; a failed
-/// start fails every test with its cause.
+/// The shared environment, started by whichever test comes first.
 fn cluster() -> &'static Cluster {
-    static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
-    let started = CLUSTER.get_or_init(|| {
-        let start = || -> anyhow::Result<Cluster> {
-            let plane = ControlPlane::start(&[])?;
-            eprintln!("test environment in {}", plane.dir.display());
-            let webhook =
-                EvalAdmission::start(&plane, Path::new(BIN), &repo("tests/kueue/eval-admission-config.yaml"))?;
-            let kueue = Kueue::start(&plane)?;
-            Ok(Cluster { _kueue: kueue, webhook, plane })
-        };
-        start().map_err(|error| format!("{error:#}"))
-    });
-    started.as_ref().unwrap_or_else(|error| panic!("the test environment did not start: {error}"))
+    Environment::shared(|| {
+        Environment::start(&[], Path::new(BIN), &repo("tests/kueue/eval-admission-config.yaml"), true)
+    })
 }
 
 /// Where the tables of (c) and (e) go.
@@ -111,7 +86,7 @@ impl Cluster {
 
     /// Everything eval-admission reads, as `review --cluster` takes it.
     fn state_file(&self, into: &Path) {
-        std::fs::write(into, self.state().unwrap()).unwrap();
+        std::fs::write(into, self.state("yaml").unwrap()).unwrap();
     }
 
     /// Restarts eval-admission with a policy config and re-registers it.
@@ -951,21 +926,9 @@ struct JudgeRow {
 }
 
 impl Cluster {
-    /// Everything the judge reads, as `kubectl get -o yaml` prints it.
+    /// Everything the judge reads.
     fn judge_objects(&self) -> Vec<Value> {
-        let yaml = self.ok(
-            &[
-                "get",
-                "namespaces,localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io,cohorts.kueue.x-k8s.io,\
-                 resourceflavors.kueue.x-k8s.io,admissionchecks.kueue.x-k8s.io,\
-                 workloadpriorityclasses.kueue.x-k8s.io,priorityclasses.scheduling.k8s.io",
-                "-A",
-                "-o",
-                "json",
-            ],
-            None,
-        );
-        let list: Value = serde_json::from_str(&yaml).unwrap();
+        let list: Value = serde_json::from_str(&self.state("json").unwrap()).unwrap();
         list["items"].as_array().unwrap().clone()
     }
 }

@@ -9,7 +9,7 @@ mod control_plane;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use control_plane::{ControlPlane, EvalAdmission, Kueue};
+use control_plane::Environment;
 
 fn main() -> Result<()> {
     let (mut server, mut config, mut with_kueue) = (None, None, false);
@@ -25,15 +25,16 @@ fn main() -> Result<()> {
     let server = server.context("--server BIN is required")?;
     let config = config.context("--config FILE is required")?;
 
-    let plane = ControlPlane::start(&[])?;
-    let webhook = EvalAdmission::start(&plane, &server, &config)?;
-    let kueue = if with_kueue { Some(Kueue::start(&plane)?) } else { None };
-    println!("control plane at {} (logs in {})", plane.url, plane.logs().display());
-    println!("eval-admission on https://127.0.0.1:{} (admin http://127.0.0.1:{})", webhook.port, webhook.admin_port);
-    if kueue.is_some() {
+    let env = Environment::start(&[], &server, &config, with_kueue)?;
+    println!("control plane at {} (logs in {})", env.url, env.logs().display());
+    println!(
+        "eval-admission on https://127.0.0.1:{} (admin http://127.0.0.1:{})",
+        env.webhook.port, env.webhook.admin_port
+    );
+    if env.kueue.is_some() {
         println!("Kueue running as {}", control_plane::KUEUE_USER);
     }
-    println!("export KUBECONFIG={}", plane.kubeconfig.display());
+    println!("export KUBECONFIG={}", env.kubeconfig.display());
     println!("Ctrl-C stops everything.");
     // Every process goes with this one (their parent-death signal).
     let (_stop, wait) = std::sync::mpsc::channel::<()>();
