@@ -37,15 +37,15 @@ pub struct ReviewReport {
 pub fn review(cluster: &Path, config: Option<&Path>, request: &Path) -> Result<ReviewReport, Error> {
     let config = Config::load(config)?;
     let state = state_file::load(cluster)?;
-    let bytes = std::fs::read(request).map_err(|e| Error::RequestFile(format!("{}: {e}", request.display())))?;
-    let review = admission_review(&bytes).map_err(|e| Error::RequestFile(format!("{}: {e}", request.display())))?;
+    let bytes = std::fs::read(request).map_err(|e| Error::file("request file", request, e))?;
+    let review = admission_review(&bytes).map_err(|e| Error::file("request file", request, e))?;
     review_value(&config, &state, review)
 }
 
 /// Runs the chain on an AdmissionReview value.
 pub fn review_value(config: &Config, state: &ClusterState, mut review: Value) -> Result<ReviewReport, Error> {
-    let body = serde_json::to_vec(&review).map_err(|e| Error::RequestFile(e.to_string()))?;
-    let bad_request = |BadReview(reason)| Error::RequestFile(reason);
+    let body = serde_json::to_vec(&review).map_err(|e| Error::Request(e.to_string()))?;
+    let bad_request = |BadReview(reason)| Error::Request(reason);
     let mutating = admission::review(Webhook::Mutate, &body, config, state).map_err(bad_request)?;
     let mutating_json = parse_body(&mutating.body);
     let mut object = review.pointer("/request/object").cloned().unwrap_or(Value::Null);
@@ -58,9 +58,9 @@ pub fn review_value(config: &Config, state: &ClusterState, mut review: Value) ->
         });
     }
     json_patch::patch(&mut object, &mutating.decision.patch)
-        .map_err(|e| Error::RequestFile(format!("the mutating patch does not apply: {e}")))?;
+        .map_err(|e| Error::Request(format!("the mutating patch does not apply: {e}")))?;
     review["request"]["object"] = object.clone();
-    let body = serde_json::to_vec(&review).map_err(|e| Error::RequestFile(e.to_string()))?;
+    let body = serde_json::to_vec(&review).map_err(|e| Error::Request(e.to_string()))?;
     let validating = admission::review(Webhook::Validate, &body, config, state).map_err(bad_request)?;
     Ok(ReviewReport {
         output: json!({"mutating": mutating_json, "validating": parse_body(&validating.body), "object": object,

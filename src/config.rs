@@ -113,8 +113,8 @@ impl Config {
         let Some(path) = path else {
             return Ok(Self::default());
         };
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
-        Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+        let text = std::fs::read_to_string(path).map_err(|e| Error::file("config file", path, e))?;
+        Self::parse(&text).map_err(|message| Error::file("config file", path, message))
     }
 
     pub fn parse(text: &str) -> Result<Self, String> {

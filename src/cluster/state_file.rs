@@ -12,8 +12,8 @@ use crate::error::Error;
 
 /// Reads and decodes a state file.
 pub fn load(path: &Path) -> Result<ClusterState, Error> {
-    let bytes = std::fs::read(path).map_err(|e| Error::StateFile(format!("{}: {e}", path.display())))?;
-    parse(&bytes).map_err(|message| Error::StateFile(format!("{}: {message}", path.display())))
+    let bytes = std::fs::read(path).map_err(|e| Error::file("cluster state file", path, e))?;
+    parse(&bytes).map_err(|message| Error::file("cluster state file", path, message))
 }
 
 /// Decodes a state file's contents; the error says which document is wrong and why.

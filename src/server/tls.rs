@@ -85,7 +85,7 @@ impl CertStore {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(|e| Error::Tls(e.to_string()))?
+            .map_err(|e| Error::tls("protocol versions", e))?
             .with_no_client_auth()
             .with_cert_resolver(self.clone());
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -134,7 +134,7 @@ pub async fn watch(store: Arc<CertStore>, interval: Duration, metrics: Arc<Metri
 type PairBytes = (Vec<u8>, Vec<u8>);
 
 fn read_pair(cert_path: &Path, key_path: &Path) -> Result<(PairBytes, u64), Error> {
-    let read = |path: &Path| std::fs::read(path).map_err(|e| Error::Tls(format!("{}: {e}", path.display())));
+    let read = |path: &Path| std::fs::read(path).map_err(|e| Error::tls(path.display().to_string(), e));
     let (cert, key) = (read(cert_path)?, read(key_path)?);
     let mut hasher = DefaultHasher::new();
     (&cert, &key).hash(&mut hasher);
@@ -144,15 +144,15 @@ fn read_pair(cert_path: &Path, key_path: &Path) -> Result<(PairBytes, u64), Erro
 fn parse_pair(cert_pem: &[u8], key_pem: &[u8], fingerprint: u64) -> Result<Loaded, Error> {
     let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut BufReader::new(cert_pem))
         .collect::<Result<_, _>>()
-        .map_err(|e| Error::Tls(format!("certificate PEM: {e}")))?;
-    let Some(leaf) = chain.first() else { return Err(Error::Tls("no certificate in the certificate file".into())) };
+        .map_err(|e| Error::tls("certificate PEM", e))?;
+    let Some(leaf) = chain.first() else { return Err(Error::tls("certificate file", "no certificate in it")) };
     let not_after = der::not_after(leaf);
     let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut BufReader::new(key_pem))
-        .map_err(|e| Error::Tls(format!("key PEM: {e}")))?
-        .ok_or_else(|| Error::Tls("no private key in the key file".into()))?;
-    let signing_key = any_supported_type(&key).map_err(|e| Error::Tls(format!("private key: {e}")))?;
+        .map_err(|e| Error::tls("key PEM", e))?
+        .ok_or_else(|| Error::tls("key file", "no private key in it"))?;
+    let signing_key = any_supported_type(&key).map_err(|e| Error::tls("private key", e))?;
     let certified = CertifiedKey::new(chain, signing_key);
-    certified.keys_match().map_err(|e| Error::Tls(format!("certificate and key do not match: {e}")))?;
+    certified.keys_match().map_err(|e| Error::tls("certificate and key", format!("they do not match: {e}")))?;
     Ok(Loaded { key: Arc::new(certified), fingerprint, not_after })
 }
 
