@@ -12,9 +12,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 use std::sync::RwLock;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::control_plane::Environment;
+use common::control_plane::{Environment, poll};
 use common::{BIN, repo};
 use serde_json::Value;
 
@@ -99,14 +99,8 @@ fn evalhub_job(namespace: &str, name: &str, labels: &[(&str, &str)], annotations
 }
 
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!("timed out waiting for {what}");
+    poll(what, Duration::from_secs(20), Duration::from_millis(200), || Ok(()), || check().then_some(()))
+        .unwrap_or_else(|error| panic!("{error:#}"));
 }
 
 #[test]

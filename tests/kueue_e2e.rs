@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::control_plane::{Environment, KUEUE_USER};
+use common::control_plane::{Environment, KUEUE_USER, condition_true, poll};
 use common::{BIN, repo};
 use serde_json::{Value, json};
 
@@ -118,11 +118,7 @@ fn condition(object: &Value, kind: &str) -> Option<(String, String)> {
     })
 }
 
-fn is_true(object: &Value, kind: &str) -> bool {
-    condition(object, kind).is_some_and(|(status, _)| status == "True")
-}
-
-/// Names are unique per run: the cluster keeps its data and namespaces never
+/// Names are unique: the tests share one environment, and namespaces never
 /// finish deleting without a controller manager.
 fn unique() -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
@@ -130,15 +126,8 @@ fn unique() -> String {
 }
 
 /// Polls `check` every 200 ms until it returns Some, or panics after `timeout`.
-fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(found) = check() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+fn wait_for<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) -> T {
+    poll(what, timeout, Duration::from_millis(200), || Ok(()), check).unwrap_or_else(|error| panic!("{error:#}"))
 }
 
 // ---------------------------------------------------------------- objects
@@ -242,7 +231,7 @@ fn without_annotations(object: &Value) -> Value {
 fn wait_admitted(cluster: &Cluster, namespace: &str, job: &str) -> Value {
     wait_for(&format!("Kueue to admit and start Job {namespace}/{job}"), ADMISSION_WAIT, || {
         let workload = cluster.job_workload(namespace, job)?;
-        (is_true(&workload, "Admitted") && !cluster.suspended("job", namespace, job)).then_some(workload)
+        (condition_true(&workload, "Admitted") && !cluster.suspended("job", namespace, job)).then_some(workload)
     })
 }
 
@@ -266,7 +255,7 @@ fn kueue_admits_what_eval_admission_queued_and_holds_what_does_not_fit() {
     assert_eq!(created["spec"]["suspend"], true, "stored suspended, before Kueue admitted anything");
     let workload = wait_admitted(cluster, &ns, "first");
     assert_eq!(workload["spec"]["queueName"], "eval-queue", "Kueue queued it where our label says");
-    assert!(is_true(&workload, "QuotaReserved"));
+    assert!(condition_true(&workload, "QuotaReserved"));
     assert_eq!(workload["status"]["admission"]["clusterQueue"], cq.as_str());
 
     // Beyond the quota: Kueue makes its Workload and keeps it pending, suspended.
@@ -276,7 +265,7 @@ fn kueue_admits_what_eval_admission_queued_and_holds_what_does_not_fit() {
     std::thread::sleep(Duration::from_secs(3));
     let pending = cluster.job_workload(&ns, "second").unwrap();
     assert_eq!(pending["spec"]["queueName"], "eval-queue");
-    assert!(!is_true(&pending, "QuotaReserved"), "over quota: {pending}");
+    assert!(!condition_true(&pending, "QuotaReserved"), "over quota: {pending}");
     assert!(cluster.suspended("job", &ns, "second"), "Kueue keeps the second Job suspended");
     assert!(!cluster.suspended("job", &ns, "first"), "the first keeps running");
 
@@ -299,7 +288,7 @@ fn kueue_admits_what_eval_admission_queued_and_holds_what_does_not_fit() {
     let name = created["metadata"]["name"].as_str().unwrap().to_string();
     let workload = wait_for("Kueue to admit and start the JobSet", ADMISSION_WAIT, || {
         let workload = cluster.workload(&benchmarks, "JobSet", &name)?;
-        (is_true(&workload, "Admitted") && !cluster.suspended("jobset", &benchmarks, &name)).then_some(workload)
+        (condition_true(&workload, "Admitted") && !cluster.suspended("jobset", &benchmarks, &name)).then_some(workload)
     });
     assert_eq!(workload["spec"]["queueName"], "aiperf-queue");
 }
@@ -669,7 +658,7 @@ fn watch(cluster: &Cluster, ns: &str, setup: &str) -> (bool, String) {
             return (true, detail);
         }
         if let Some(preemptor) = cluster.job_workload(ns, "preemptor") {
-            if is_true(&preemptor, "QuotaReserved") {
+            if condition_true(&preemptor, "QuotaReserved") {
                 // Re-check: low may have been preempted since.
                 return match preempted() {
                     Some(detail) => (true, detail),
@@ -901,7 +890,7 @@ fn only_kueue_may_unsuspend_a_queued_evaluation() {
     });
     assert_eq!(denied["reason"], "unsuspend-not-allowed", "{denied}");
     let workload = cluster.job_workload(&ns, "stuck").unwrap();
-    assert!(is_true(&workload, "QuotaReserved"), "Kueue reserved the quota: {workload}");
+    assert!(condition_true(&workload, "QuotaReserved"), "Kueue reserved the quota: {workload}");
     assert!(cluster.suspended("job", &ns, "stuck"), "but could not start the Job");
 
     // With Kueue's identity configured again, Kueue starts it (an edit nudges its retry).
@@ -985,7 +974,7 @@ fn judge_row(
     // Admitted, or considered and held.
     let admitted = wait_for(&format!("Kueue to decide on {ns}/{name}"), ADMISSION_WAIT, || {
         let workload = cluster.job_workload(ns, name)?;
-        if is_true(&workload, "Admitted") {
+        if condition_true(&workload, "Admitted") {
             return Some(true);
         }
         condition(&workload, "QuotaReserved").filter(|(status, _)| status == "False").map(|_| false)
@@ -997,7 +986,7 @@ fn judge_row(
             // Held: the message Kueue gives, and still held a while later.
             std::thread::sleep(PREEMPTION_WAIT / 4);
             let workload = cluster.job_workload(ns, name).unwrap();
-            assert!(!is_true(&workload, "QuotaReserved"), "{setup}: admitted after all");
+            assert!(!condition_true(&workload, "QuotaReserved"), "{setup}: admitted after all");
             let message = workload["status"]["conditions"]
                 .as_array()
                 .and_then(|c| c.iter().find(|c| c["type"] == "QuotaReserved"))
