@@ -1,6 +1,7 @@
 # eval-admission: build, run, test. Build outputs are cached outside the clone
 # (CACHE), so a fresh clone on the same machine reuses them.
 CACHE ?= $(HOME)/.cache/eval-admission
+export EVAL_ADMISSION_CACHE ?= $(CACHE)
 export CARGO_TARGET_DIR ?= $(CACHE)/target
 CARGO ?= cargo
 
