@@ -102,7 +102,8 @@ pub struct Process {
 }
 
 impl Process {
-    fn start(name: &str, logs: &Path, program: &Path, args: &[OsString], env: &[(&str, OsString)]) -> Result<Self> {
+    /// Starts `program` (see [`spawn`]), its output in `logs/NAME.log`.
+    pub fn start(name: &str, logs: &Path, program: &Path, args: &[OsString], env: &[(&str, OsString)]) -> Result<Self> {
         let log = logs.join(format!("{name}.log"));
         let child = spawn(program, args, env, &log)?;
         Ok(Self { name: name.to_string(), child, log })
@@ -113,7 +114,7 @@ impl Process {
     }
 
     /// Fails with the log's tail when the process has exited.
-    fn check_running(&mut self) -> Result<()> {
+    pub fn check_running(&mut self) -> Result<()> {
         match self.child.try_wait()? {
             None => Ok(()),
             Some(status) => Err(self.died(status)),
@@ -199,6 +200,12 @@ fn build(script: &str) -> Result<Vec<(String, PathBuf)>> {
         .filter_map(|line| line.split_once('='))
         .map(|(key, value)| (key.to_string(), PathBuf::from(value)))
         .collect())
+}
+
+/// The venv with the real clients (EvalHub's server, the AIPerf operator),
+/// installed by hack/build-clients.sh from tests/clients/.
+pub fn clients_venv() -> Result<PathBuf> {
+    built(&build("hack/build-clients.sh")?, "venv")
 }
 
 fn built(outputs: &[(String, PathBuf)], key: &str) -> Result<PathBuf> {
