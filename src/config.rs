@@ -7,9 +7,10 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::Error;
+use crate::rules::{Enforcement, Reason};
 use crate::workload::{EVALUATION_LABEL, Workload, WorkloadKind};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
     /// Which Jobs and JobSets are evaluations that the policy shapes.
@@ -18,9 +19,16 @@ pub struct Config {
     pub kueue_controller_usernames: Vec<String>,
     /// Owner kinds that Kueue admits as a unit: a Job controlled by one is left alone.
     pub kueue_managed_owners: Vec<OwnerKind>,
+    /// Per rule (by its reason label), whether a breach is denied, warned or
+    /// ignored; rules not listed take [`Reason::default_enforcement`].
+    pub enforcement: BTreeMap<String, Enforcement>,
+    /// Drop a pod template's `priorityClassName` that only repeats the
+    /// workload's WorkloadPriorityClass label and names no PriorityClass (with a
+    /// warning), instead of denying the workload. Off by default.
+    pub drop_repeated_pod_priority_class: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Selection {
     /// Apply the policy to every Job and JobSet, not only the selected ones.
@@ -28,13 +36,40 @@ pub struct Selection {
     pub selectors: Vec<Selector>,
 }
 
-/// A workload matches when its kind is listed and it carries all `matchLabels`.
-#[derive(Debug, Clone, Deserialize)]
+/// A workload matches when its kind is listed, it carries all `matchLabels`,
+/// and, when `controlledBy` is given, its controller owner is one of those kinds.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Selector {
     pub name: String,
     pub kinds: Vec<SelectorKind>,
+    #[serde(default)]
     pub match_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub controlled_by: Vec<OwnerKind>,
+    /// How the people behind this selector set a queue and a priority in the
+    /// tool they submit with; denials add it after the Kubernetes-level fix.
+    #[serde(default)]
+    pub submitters: Option<Submitters>,
+}
+
+/// A submitting tool's own words for the two settings denials ask people to change.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Submitters {
+    /// Who they are: `EvalHub users`.
+    pub who: String,
+    /// How they choose the LocalQueue: `set queue.name in the evaluation request`.
+    pub queue: Option<String>,
+    /// How they choose the priority.
+    pub priority: Option<String>,
+}
+
+/// Which of the two settings a denial asks a submitter to change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    Queue,
+    Priority,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -56,6 +91,8 @@ impl Default for Config {
             selection: Selection::default(),
             kueue_controller_usernames: vec!["system:serviceaccount:kueue-system:kueue-controller-manager".into()],
             kueue_managed_owners: default_managed_owners(),
+            enforcement: BTreeMap::new(),
+            drop_repeated_pod_priority_class: false,
         }
     }
 }
@@ -70,19 +107,53 @@ impl Default for Selection {
                     name: "evalhub".into(),
                     kinds: vec![SelectorKind::Job],
                     match_labels: labels(&[("app", "evalhub"), ("component", "evaluation-job")]),
+                    controlled_by: Vec::new(),
+                    submitters: Some(Submitters {
+                        who: "EvalHub users".into(),
+                        queue: Some(EVALHUB_QUEUE.into()),
+                        priority: Some(EVALHUB_PRIORITY.into()),
+                    }),
                 },
                 Selector {
                     name: "aiperf".into(),
                     kinds: vec![SelectorKind::JobSet],
                     match_labels: labels(&[("app", "aiperf")]),
+                    controlled_by: Vec::new(),
+                    submitters: Some(aiperf_submitters()),
+                },
+                Selector {
+                    name: "aiperf-sweep".into(),
+                    kinds: vec![SelectorKind::JobSet],
+                    match_labels: BTreeMap::new(),
+                    controlled_by: vec![OwnerKind {
+                        api_group: "aiperf.nvidia.com".into(),
+                        kind: "AIPerfSweep".into(),
+                    }],
+                    submitters: Some(aiperf_submitters()),
                 },
                 Selector {
                     name: "opt-in".into(),
                     kinds: vec![SelectorKind::Job, SelectorKind::JobSet],
                     match_labels: labels(&[(EVALUATION_LABEL, "true")]),
+                    controlled_by: Vec::new(),
+                    submitters: None,
                 },
             ],
         }
+    }
+}
+
+/// EvalHub (eval-hub-server 1.0.2): the evaluation request's `queue` and the
+/// hardware profile's Kueue priority become the Job's labels.
+const EVALHUB_QUEUE: &str = "set queue.name in the evaluation request";
+const EVALHUB_PRIORITY: &str = "pick a hardware profile with another priority";
+
+/// AIPerf (0.13.0): the CLI flags and the AIPerfJob fields they fill.
+fn aiperf_submitters() -> Submitters {
+    Submitters {
+        who: "AIPerf users".into(),
+        queue: Some("pass --queue-name (spec.scheduling.queueName)".into()),
+        priority: Some("pass --priority-class (spec.scheduling.priorityClass)".into()),
     }
 }
 
@@ -121,40 +192,97 @@ impl Config {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        serde_yaml::from_str(text).map_err(|e| e.to_string())
+        let config: Self = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        config.check()?;
+        Ok(config)
     }
 
-    /// The name of the selector that makes this workload an evaluation, if any.
-    pub fn evaluation_selector(&self, kind: WorkloadKind, workload: &Workload) -> Option<&str> {
-        if self.selection.all_workloads {
-            return Some("all-workloads");
+    /// What serde cannot say: every enforcement key names a rule that has a
+    /// mode, and every selector narrows (`allWorkloads` is how to take all).
+    fn check(&self) -> Result<(), String> {
+        for rule in self.enforcement.keys() {
+            if Reason::from_label(rule).is_none_or(|reason| reason.default_enforcement().is_none()) {
+                let rules: Vec<&str> =
+                    Reason::ALL.iter().filter(|r| r.default_enforcement().is_some()).map(|r| r.as_str()).collect();
+                return Err(format!("enforcement: no rule '{rule}'; the rules are: {}", rules.join(", ")));
+            }
         }
+        for selector in &self.selection.selectors {
+            if selector.match_labels.is_empty() && selector.controlled_by.is_empty() {
+                return Err(format!(
+                    "selection.selectors: '{}' has neither matchLabels nor controlledBy, so it would select every \
+                     workload of its kinds; set selection.allWorkloads to mean that",
+                    selector.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The selector that makes this workload an evaluation, if any; with
+    /// `allWorkloads`, every workload is one (through a selector when one matches).
+    pub fn evaluation_selector(&self, kind: WorkloadKind, workload: &Workload) -> Option<Selected<'_>> {
         let wanted = match kind {
             WorkloadKind::Job => SelectorKind::Job,
             WorkloadKind::JobSet => SelectorKind::JobSet,
         };
-        self.selection
-            .selectors
-            .iter()
-            .find(|selector| {
-                selector.kinds.contains(&wanted)
-                    && selector.match_labels.iter().all(|(key, value)| workload.label(key) == Some(value.as_str()))
-            })
-            .map(|selector| selector.name.as_str())
+        let matching = self.selection.selectors.iter().find(|selector| {
+            selector.kinds.contains(&wanted)
+                && selector.match_labels.iter().all(|(key, value)| workload.label(key) == Some(value.as_str()))
+                && (selector.controlled_by.is_empty() || controlled_by(workload, &selector.controlled_by))
+        });
+        match matching {
+            Some(selector) => Some(Selected(Some(selector))),
+            None => self.selection.all_workloads.then_some(Selected(None)),
+        }
+    }
+
+    /// The enforcement of the rule behind `reason`.
+    pub fn enforcement(&self, reason: Reason) -> Enforcement {
+        self.enforcement
+            .get(reason.as_str())
+            .copied()
+            .or_else(|| reason.default_enforcement())
+            .unwrap_or(Enforcement::Deny)
     }
 
     /// Whether a controller owner makes Kueue treat the owner, not this object, as the workload.
     pub fn owned_by_managed_kind(&self, workload: &Workload) -> bool {
-        workload.controller_owner().is_some_and(|owner| {
-            self.kueue_managed_owners
-                .iter()
-                .any(|managed| managed.api_group == owner.api_group() && managed.kind == owner.kind)
-        })
+        controlled_by(workload, &self.kueue_managed_owners)
     }
 
     pub fn is_kueue_controller(&self, username: &str) -> bool {
         self.kueue_controller_usernames.iter().any(|allowed| allowed == username)
     }
+}
+
+/// The selector an evaluation matched: `None` under `allWorkloads` when no selector did.
+#[derive(Debug, Clone, Copy)]
+pub struct Selected<'c>(pub Option<&'c Selector>);
+
+impl Selected<'_> {
+    pub fn name(&self) -> &str {
+        self.0.map_or("all-workloads", |selector| selector.name.as_str())
+    }
+
+    /// How this selector's submitters change `setting`: ` EvalHub users: set
+    /// queue.name in the evaluation request.` (empty when the config says nothing).
+    pub fn submitter_hint(&self, setting: Setting) -> String {
+        let Some(submitters) = self.0.and_then(|selector| selector.submitters.as_ref()) else {
+            return String::new();
+        };
+        let how = match setting {
+            Setting::Queue => submitters.queue.as_deref(),
+            Setting::Priority => submitters.priority.as_deref(),
+        };
+        how.map(|how| format!(" {}: {how}.", submitters.who)).unwrap_or_default()
+    }
+}
+
+fn controlled_by(workload: &Workload, kinds: &[OwnerKind]) -> bool {
+    workload
+        .controller_owner()
+        .is_some_and(|owner| kinds.iter().any(|kind| kind.api_group == owner.api_group() && kind.kind == owner.kind))
 }
 
 #[cfg(test)]
@@ -164,10 +292,31 @@ mod tests {
     #[test]
     fn empty_file_gives_defaults_and_typos_are_refused() {
         let config = Config::parse("").unwrap();
-        assert_eq!(config.selection.selectors.len(), 3);
+        assert_eq!(config.selection.selectors.len(), 4);
         assert!(Config::parse("selection: {allWorkload: true}").unwrap_err().contains("unknown field"));
         let all = Config::parse("selection: {allWorkloads: true}").unwrap();
         assert!(all.selection.all_workloads);
-        assert_eq!(all.selection.selectors.len(), 3, "selectors keep their defaults");
+        assert_eq!(all.selection.selectors.len(), 4, "selectors keep their defaults");
+    }
+
+    #[test]
+    fn the_shipped_config_is_the_defaults_written_out() {
+        let shipped = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
+        assert_eq!(shipped, Config::default());
+    }
+
+    #[test]
+    fn enforcement_keys_and_selectors_are_checked() {
+        let error = Config::parse("enforcement: {missing-local-queu: Warn}").unwrap_err();
+        assert!(error.contains("no rule 'missing-local-queu'") && error.contains("missing-local-queue"), "{error}");
+        assert!(Config::parse("enforcement: {queued: Deny}").unwrap_err().contains("no rule 'queued'"));
+        assert!(Config::parse("enforcement: {preemptible: Audit}").unwrap_err().contains("unknown variant"));
+        let config = Config::parse("enforcement: {preemptible: Warn, bypasses-kueue: Deny}").unwrap();
+        assert_eq!(config.enforcement(Reason::Preemptible), Enforcement::Warn);
+        assert_eq!(config.enforcement(Reason::BypassesKueue), Enforcement::Deny);
+        assert_eq!(config.enforcement(Reason::MissingLocalQueue), Enforcement::Deny);
+        assert_eq!(Config::default().enforcement(Reason::BypassesKueue), Enforcement::Warn);
+        let unnarrowed = "selection: {selectors: [{name: all-jobs, kinds: [Job]}]}";
+        assert!(Config::parse(unnarrowed).unwrap_err().contains("'all-jobs' has neither"));
     }
 }

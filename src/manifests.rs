@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use crate::config::{Config, SelectorKind};
+use crate::config::{Config, OwnerKind, SelectorKind};
 
 /// The namespaces neither webhook reviews: the control plane's, Kueue's and our own.
 const EXCLUDED_NAMESPACES: [&str; 3] = ["kube-system", "kueue-system", "eval-admission-system"];
@@ -190,11 +190,35 @@ fn evaluation_condition(config: &Config, or_old_object: bool) -> Option<String> 
                 let (key, value) = (cel_string(key), cel_string(value));
                 terms.push(format!("{key} in {object}.metadata.labels && {object}.metadata.labels[{key}] == {value}"));
             }
+            if !selector.controlled_by.is_empty() {
+                terms.push(controller_condition(object, &selector.controlled_by));
+            }
             if terms.is_empty() { "true".to_string() } else { format!("({})", terms.join("\n  && ")) }
         })
         .collect();
     let any = if clauses.is_empty() { "false".to_string() } else { clauses.join(" ||\n") };
     Some(if or_old_object { format!("[object, oldObject].exists(o, o != null && (\n{any}))") } else { any })
+}
+
+/// CEL that is true when the object's controller ownerReference is one of
+/// `kinds` (its apiVersion's group, as `OwnerReference::api_group` reads it).
+fn controller_condition(object: &str, kinds: &[OwnerKind]) -> String {
+    let kinds: Vec<String> = kinds
+        .iter()
+        .map(|owner| {
+            let group = if owner.api_group.is_empty() {
+                "!r.apiVersion.contains('/')".to_string()
+            } else {
+                format!("r.apiVersion.startsWith({})", cel_string(&format!("{}/", owner.api_group)))
+            };
+            format!("(r.kind == {} && {group})", cel_string(&owner.kind))
+        })
+        .collect();
+    format!(
+        "has({object}.metadata.ownerReferences) && {object}.metadata.ownerReferences.exists(r,\n    \
+         has(r.controller) && r.controller && ({}))",
+        kinds.join(" || ")
+    )
 }
 
 /// CEL that is false for the identities the config trusts as Kueue's.
@@ -251,6 +275,18 @@ mod tests {
         assert!(rendered.mutating.contains("object.metadata.labels['team'] == 'it\\'s'"), "{}", rendered.mutating);
         assert!(!rendered.mutating.contains("\"jobs\""), "no selector names Jobs: {}", rendered.mutating);
         assert!(rendered.validating.contains("!(request.userInfo.username in ['a', 'b'])"));
+        let owned = Config::parse(
+            "selection:\n  selectors:\n  - {name: s, kinds: [JobSet], controlledBy: [{apiGroup: x.io, kind: Sweep}]}\n",
+        )
+        .unwrap();
+        let rendered = render(&owned, "f");
+        assert!(
+            rendered.mutating.contains(
+                "has(r.controller) && r.controller && ((r.kind == 'Sweep' && r.apiVersion.startsWith('x.io/')))"
+            ),
+            "{}",
+            rendered.mutating
+        );
         let all = Config::parse("selection: {allWorkloads: true}\nkueueControllerUsernames: []\n").unwrap();
         let rendered = render(&all, "f");
         assert!(!rendered.mutating.contains("matchConditions"));

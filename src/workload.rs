@@ -595,7 +595,32 @@ fn pod_requests(spec: Option<&PodSpec>, path: &dyn fmt::Display) -> Result<Exact
 pub struct PodPriorityClass<'a> {
     /// `spec.template` for a Job, `replicatedJobs[workers]` for a JobSet.
     pub location: String,
+    pub at: PodTemplateAt,
     pub class_name: &'a str,
+}
+
+/// A pod template's place in the object, for a patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodTemplateAt {
+    /// A Job's `spec.template`.
+    Job,
+    /// `spec.replicatedJobs[i].template.spec.template` of a JobSet.
+    ReplicatedJob(usize),
+}
+
+impl PodTemplateAt {
+    /// The JSON pointer tokens of the template's `priorityClassName`.
+    pub fn priority_class_name_pointer(self) -> Vec<String> {
+        let tail = ["spec", "priorityClassName"].map(String::from);
+        match self {
+            Self::Job => ["spec", "template"].map(String::from).into_iter().chain(tail).collect(),
+            Self::ReplicatedJob(index) => ["spec".into(), "replicatedJobs".into(), index.to_string()]
+                .into_iter()
+                .chain(["template", "spec", "template"].map(String::from))
+                .chain(tail)
+                .collect(),
+        }
+    }
 }
 
 impl Workload {
@@ -649,7 +674,7 @@ impl Workload {
         };
         let mut found = Vec::new();
         if let Some(class_name) = spec.template.as_ref().and_then(PodTemplate::priority_class_name) {
-            found.push(PodPriorityClass { location: "spec.template".into(), class_name });
+            found.push(PodPriorityClass { location: "spec.template".into(), at: PodTemplateAt::Job, class_name });
         }
         for (index, replicated) in spec.replicated_jobs.iter().flatten().enumerate() {
             let pod_template = replicated
@@ -662,10 +687,15 @@ impl Workload {
                     Some(name) => format!("replicatedJobs[{name}]"),
                     None => format!("replicatedJobs[{index}]"),
                 };
-                found.push(PodPriorityClass { location, class_name });
+                found.push(PodPriorityClass { location, at: PodTemplateAt::ReplicatedJob(index), class_name });
             }
         }
         found
+    }
+
+    /// Whether the pod template at `at` names a PriorityClass.
+    pub fn has_pod_priority_class_at(&self, at: PodTemplateAt) -> bool {
+        self.pod_priority_classes().iter().any(|pod| pod.at == at)
     }
 
     /// The podsets of the Workload Kueue v0.19.2 creates for this Job or JobSet, with

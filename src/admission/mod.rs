@@ -16,7 +16,7 @@ use json_patch::Patch;
 
 use crate::cluster::ClusterView;
 use crate::config::Config;
-use crate::rules::{self, Absent, Denial, Reason, Subject, Verdict};
+use crate::rules::{self, Absent, Denial, Enforcement, Reason, Subject, Verdict};
 use crate::workload::Workload;
 
 /// A body that is not an AdmissionReview we can answer; the reason is for the
@@ -51,14 +51,24 @@ pub struct Decision {
     pub message: Option<String>,
     pub patch: Patch,
     pub warnings: Vec<String>,
-    /// Set on a denial that rests on a missing object: the server confirms the
-    /// absence with a live lookup before it denies.
+    /// Set on a denial (or a warned one) that rests on a missing object: the
+    /// server confirms the absence with a live lookup before it answers.
     pub unconfirmed: Option<Absent>,
+    /// The enforcement applied when a rule was broken: the metric label and audit annotation.
+    pub enforcement: Option<Enforcement>,
 }
 
 impl Decision {
     pub fn allow(reason: Reason) -> Self {
-        Self { allowed: true, reason, message: None, patch: Patch(Vec::new()), warnings: Vec::new(), unconfirmed: None }
+        Self {
+            allowed: true,
+            reason,
+            message: None,
+            patch: Patch(Vec::new()),
+            warnings: Vec::new(),
+            unconfirmed: None,
+            enforcement: None,
+        }
     }
 
     pub fn allow_with_warnings(reason: Reason, warnings: Vec<String>) -> Self {
@@ -76,14 +86,24 @@ impl Decision {
         }
     }
 
+    /// A broken rule, answered as its enforcement says: refused, let through
+    /// with the message as a warning, or let through silently.
     pub fn deny(denial: Denial) -> Self {
-        Self {
-            allowed: false,
-            reason: denial.reason,
-            message: Some(denial.message),
-            unconfirmed: denial.absent,
-            ..Self::allow(denial.reason)
+        let broken = Self { enforcement: Some(denial.enforcement), ..Self::allow(denial.reason) };
+        match denial.enforcement {
+            Enforcement::Deny => {
+                Self { allowed: false, message: Some(denial.message), unconfirmed: denial.absent, ..broken }
+            }
+            Enforcement::Warn => {
+                Self { warnings: vec![fit_warning(denial.message)], unconfirmed: denial.absent, ..broken }
+            }
+            Enforcement::Off => broken,
         }
+    }
+
+    /// `Deny`, `Warn`, `Off` for a broken rule, `none` otherwise: the metric label.
+    pub fn enforcement_label(&self) -> &'static str {
+        self.enforcement.map_or("none", Enforcement::as_str)
     }
 
     /// `allowed`, `patched` or `denied`: the decision metric label and audit annotation.
@@ -93,6 +113,19 @@ impl Decision {
             (true, false) => "patched",
             (true, true) => "allowed",
         }
+    }
+}
+
+/// The most of a warned denial's message that goes out. The API server keeps
+/// a request's warnings whole while they total at most 4096 runes, and past
+/// that cuts every one to 256 (k8s.io/apiserver `filters/warning.go`,
+/// `truncateAtTotalRunes`); this leaves room for both webhooks' other warnings.
+pub const MOST_WARNING_RUNES: usize = 2048;
+
+fn fit_warning(message: String) -> String {
+    match message.char_indices().nth(MOST_WARNING_RUNES - 1) {
+        Some((cut, _)) => format!("{}…", &message[..cut]),
+        None => message,
     }
 }
 
@@ -217,3 +250,22 @@ fn target(request: &Request) -> Result<Result<Target<'_>, Reason>, BadReview> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod fit_tests {
+    use super::*;
+
+    #[test]
+    fn a_warned_message_is_cut_on_a_character_boundary() {
+        assert_eq!(fit_warning("short".into()), "short");
+        let long = "é".repeat(MOST_WARNING_RUNES + 10);
+        let cut = fit_warning(long);
+        assert_eq!(cut.chars().count(), MOST_WARNING_RUNES);
+        assert!(cut.ends_with("é…"));
+        assert_eq!(
+            fit_warning("a".repeat(MOST_WARNING_RUNES)).chars().count(),
+            MOST_WARNING_RUNES,
+            "at the limit: whole"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 //! the patched object again yields an empty patch, which is then omitted.
 
 use json_patch::jsonptr::PointerBuf;
-use json_patch::{AddOperation, Patch, PatchOperation};
+use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation};
 use serde_json::{Map, Value};
 
 use crate::rules::Shape;
@@ -34,6 +34,12 @@ pub fn diff(original: &Workload, shape: &Shape) -> Patch {
             operations.push(add(PointerBuf::from_tokens(["spec"]), serde_json::json!({ "suspend": true })));
         }
     }
+    for at in &shape.cleared_pod_priority_classes {
+        if original.has_pod_priority_class_at(*at) {
+            let path = PointerBuf::from_tokens(at.priority_class_name_pointer());
+            operations.push(PatchOperation::Remove(RemoveOperation { path }));
+        }
+    }
     Patch(operations)
 }
 
@@ -45,14 +51,30 @@ fn add(path: PointerBuf, value: Value) -> PatchOperation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::PodTemplateAt;
     use serde_json::json;
+
+    #[test]
+    fn removes_a_cleared_pod_priority_class_once() {
+        let object = json!({"metadata": {"labels": {"a": "b"}}, "spec": {"suspend": true, "replicatedJobs": [
+            {"name": "x", "template": {"spec": {"template": {"spec": {}}}}},
+            {"name": "y", "template": {"spec": {"template": {"spec": {"priorityClassName": "p"}}}}}]}});
+        let desired = Shape { cleared_pod_priority_classes: vec![PodTemplateAt::ReplicatedJob(1)], ..Shape::default() };
+        let patch = diff(&workload(object.clone()), &desired);
+        assert_eq!(
+            serde_json::to_value(&patch).unwrap(),
+            json!([{"op": "remove", "path": "/spec/replicatedJobs/1/template/spec/template/spec/priorityClassName"}])
+        );
+        let patched = apply(object, &patch);
+        assert!(diff(&workload(patched), &desired).0.is_empty(), "idempotent");
+    }
 
     fn workload(value: Value) -> Workload {
         serde_json::from_value(value).unwrap()
     }
 
     fn queued(queue: &str) -> Shape {
-        Shape { queue_label: Some(queue.into()), suspended: true }
+        Shape { queue_label: Some(queue.into()), suspended: true, cleared_pod_priority_classes: Vec::new() }
     }
 
     fn apply(mut object: Value, patch: &Patch) -> Value {
@@ -91,7 +113,7 @@ mod tests {
 
     #[test]
     fn adds_spec_when_there_is_none_and_nothing_when_already_there() {
-        let patch = diff(&workload(json!({"metadata": {}})), &Shape { queue_label: None, suspended: true });
+        let patch = diff(&workload(json!({"metadata": {}})), &Shape { suspended: true, ..Shape::default() });
         assert_eq!(
             serde_json::to_value(&patch).unwrap(),
             json!([{"op": "add", "path": "/spec", "value": {"suspend": true}}])
@@ -109,7 +131,7 @@ mod tests {
             json!({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "other"}}, "spec": {"suspend": true}}),
             json!({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"suspend": true}}),
         ];
-        let shapes = [Shape::default(), queued("q"), Shape { queue_label: None, suspended: true }];
+        let shapes = [Shape::default(), queued("q"), Shape { suspended: true, ..Shape::default() }];
         for object in &objects {
             for shape in &shapes {
                 let workload = workload(object.clone());

@@ -45,6 +45,9 @@ struct StatusOut<'a> {
 struct AuditAnnotations<'a> {
     decision: &'static str,
     reason: &'a str,
+    /// The broken rule's enforcement (`Deny`, `Warn`, `Off`); absent when none was broken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enforcement: Option<&'static str>,
 }
 
 /// The status code of every policy denial: the request is understood and refused.
@@ -71,7 +74,11 @@ pub fn encode(uid: &str, decision: &Decision) -> Vec<u8> {
             patch,
             status,
             warnings: &decision.warnings,
-            audit_annotations: AuditAnnotations { decision: decision.verdict(), reason: decision.reason.as_str() },
+            audit_annotations: AuditAnnotations {
+                decision: decision.verdict(),
+                reason: decision.reason.as_str(),
+                enforcement: decision.enforcement.map(|e| e.as_str()),
+            },
         },
     };
     serde_json::to_vec(&review).expect("an AdmissionReview response always serializes")

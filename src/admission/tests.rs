@@ -93,9 +93,13 @@ mod mutating {
         assert_eq!(
             response["warnings"][0],
             "no kueue.x-k8s.io/queue-name label and namespace 'plain' has no default queue: this Job bypasses Kueue \
-             and runs without quota. Set the label, or annotate the namespace with kueue.x-k8s.io/default-queue-name."
+             and runs without quota. Set the label, or annotate the namespace with kueue.x-k8s.io/default-queue-name. \
+             EvalHub users: set queue.name in the evaluation request."
         );
-        assert!(response["warnings"][0].as_str().unwrap().len() <= 256, "the API server truncates longer warnings");
+        assert!(
+            response["warnings"][0].as_str().unwrap().chars().count() <= 512,
+            "short enough to read beside kubectl's output"
+        );
     }
 
     #[test]
@@ -233,7 +237,12 @@ mod validating {
                 validate_create(&evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", queue)], None));
             assert_eq!((decision.allowed, decision.reason), (false, reason), "{queue}");
             let message = decision.message.unwrap();
-            assert!(message.ends_with("a LocalQueue that would admit it (eval-queue)."), "{message}");
+            assert!(
+                message.ends_with(
+                    "a LocalQueue that would admit it (eval-queue). EvalHub users: set queue.name in the evaluation request."
+                ),
+                "{message}"
+            );
         }
     }
 
@@ -251,5 +260,116 @@ mod validating {
         // A deletion in progress is never blocked.
         new["metadata"]["deletionTimestamp"] = json!("2026-12-02T10:00:00Z");
         assert!(validate_update(&old, &new, "alice").allowed);
+    }
+}
+
+/// The config's say: per-rule enforcement, the submitters' own words, and the
+/// selectors by controller owner.
+mod policy_config {
+    use super::*;
+    use crate::admission::ReviewBuilder;
+    use crate::rules::fixtures::*;
+    use serde_json::{Value, json};
+
+    fn request(object: &Value) -> crate::admission::Request {
+        decode(&ReviewBuilder::create(ReviewBuilder::kind_of(object), object).to_bytes()).unwrap()
+    }
+
+    fn missing_queue_job() -> Value {
+        evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "no-such-queue")], None)
+    }
+
+    #[test]
+    fn a_warned_rule_lets_the_workload_through_with_its_message() {
+        let state = seed_state();
+        let denied = validate(&Config::default(), &state, &request(&missing_queue_job()));
+        assert_eq!((denied.allowed, denied.enforcement_label()), (false, "Deny"));
+        let warn = Config::parse("enforcement: {missing-local-queue: Warn}").unwrap();
+        let warned = validate(&warn, &state, &request(&missing_queue_job()));
+        assert_eq!(
+            (warned.allowed, warned.reason, warned.enforcement_label()),
+            (true, Reason::MissingLocalQueue, "Warn")
+        );
+        assert_eq!(warned.warnings, vec![denied.message.clone().unwrap()]);
+        assert!(warned.unconfirmed.is_some(), "a warning about a missing object is confirmed live too");
+        let off = Config::parse("enforcement: {missing-local-queue: Off}").unwrap();
+        let silent = validate(&off, &state, &request(&missing_queue_job()));
+        assert_eq!((silent.allowed, silent.warnings.len(), silent.enforcement_label()), (true, 0, "Off"));
+        assert_eq!(silent.unconfirmed, None);
+        let body = crate::admission::response::encode("u", &warned);
+        let response: Value = serde_json::from_slice::<Value>(&body).unwrap()["response"].clone();
+        assert_eq!(
+            response["auditAnnotations"],
+            json!({"decision": "allowed", "reason": "missing-local-queue", "enforcement": "Warn"})
+        );
+    }
+
+    #[test]
+    fn running_outside_kueue_can_be_denied_or_let_be() {
+        let state = seed_state();
+        let job = request(&evalhub_job_value("plain", &[], None));
+        let warned = mutate(&Config::default(), &state, &job);
+        assert_eq!((warned.allowed, warned.reason, warned.warnings.len()), (true, Reason::BypassesKueue, 1));
+        assert!(warned.warnings[0].ends_with("EvalHub users: set queue.name in the evaluation request."));
+        let deny = Config::parse("enforcement: {bypasses-kueue: Deny}").unwrap();
+        let denied = mutate(&deny, &state, &job);
+        assert!(!denied.allowed);
+        assert!(
+            denied.message.as_deref().unwrap().starts_with("Job plain/evalhub-3f2a has no kueue.x-k8s.io/queue-name")
+        );
+        let off = Config::parse("enforcement: {bypasses-kueue: Off}").unwrap();
+        let silent = mutate(&off, &state, &job);
+        assert_eq!((silent.allowed, silent.warnings.len(), silent.enforcement_label()), (true, 0, "Off"));
+    }
+
+    #[test]
+    fn denials_end_with_the_submitters_own_way_to_fix_them() {
+        let state = seed_state();
+        let evalhub = validate(&Config::default(), &state, &request(&missing_queue_job()));
+        assert!(evalhub.message.unwrap().ends_with(". EvalHub users: set queue.name in the evaluation request."));
+        let jobset = aiperf_jobset_value("my-benchmarks", Some("no-such-queue"), &[("workers", None)]);
+        let aiperf = validate(&Config::default(), &state, &request(&jobset));
+        assert!(
+            aiperf.message.unwrap().ends_with(". AIPerf users: pass --queue-name (spec.scheduling.queueName)."),
+            "the AIPerfJob owner does not take the JobSet out of the policy"
+        );
+        let mut opt_in = missing_queue_job();
+        opt_in["metadata"]["labels"] =
+            json!({"eval-admission.io/evaluation": "true", "kueue.x-k8s.io/queue-name": "no-such-queue"});
+        let kubectl = validate(&Config::default(), &state, &request(&opt_in));
+        assert!(kubectl.message.unwrap().contains("ask the namespace owner to create LocalQueue 'no-such-queue'."));
+    }
+
+    #[test]
+    fn an_aiperf_sweep_controller_jobset_is_selected_by_its_owner() {
+        let state = seed_state();
+        let mut jobset = aiperf_jobset_value("my-benchmarks", None, &[("controller", None)]);
+        jobset["metadata"]["labels"] = json!({});
+        jobset["metadata"]["ownerReferences"] = json!([{"apiVersion": "aiperf.nvidia.com/v1alpha1",
+            "kind": "AIPerfSweep", "name": "sweep", "uid": "1", "controller": true}]);
+        let decision = mutate(&Config::default(), &state, &request(&jobset));
+        assert_eq!((decision.allowed, decision.reason), (true, Reason::Queued));
+        jobset["metadata"]["ownerReferences"][0]["controller"] = json!(false);
+        assert_eq!(mutate(&Config::default(), &state, &request(&jobset)).reason, Reason::NotAnEvaluation);
+    }
+
+    #[test]
+    fn the_repeated_pod_class_is_dropped_when_the_config_says_so() {
+        let state = seed_state();
+        let job = evalhub_job_value(
+            "team-a-namespace",
+            &[("kueue.x-k8s.io/priority-class", "production")],
+            Some("production"),
+        );
+        let denied = validate(&Config::default(), &state, &request(&job));
+        assert_eq!((denied.allowed, denied.reason), (false, Reason::PodsWouldBeRefused));
+        let drop = Config::parse("dropRepeatedPodPriorityClass: true").unwrap();
+        let mutated = mutate(&drop, &state, &request(&job));
+        assert_eq!(mutated.warnings.len(), 1, "{:?}", mutated.warnings);
+        let mut patched = job.clone();
+        json_patch::patch(&mut patched, &mutated.patch).unwrap();
+        assert!(patched["spec"]["template"]["spec"].get("priorityClassName").is_none());
+        assert!(validate(&drop, &state, &request(&patched)).allowed, "the validating webhook then lets it through");
+        assert!(mutate(&drop, &state, &request(&patched)).patch.0.is_empty(), "idempotent");
     }
 }

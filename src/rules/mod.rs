@@ -16,8 +16,10 @@ pub mod update;
 
 use std::fmt;
 
+use serde::Deserialize;
+
 use crate::cluster::ClusterView;
-use crate::config::Config;
+use crate::config::{Config, Selected, Setting};
 use crate::workload::{QUEUE_NAME_LABEL, Workload};
 
 /// Why a review ended as it did: the `reason` metric label, the audit annotation,
@@ -38,6 +40,7 @@ pub enum Reason {
     Checked,
     UpdateUnchanged,
     // Denied.
+    InvalidQueueName,
     InvalidDefaultQueue,
     KueueNotInstalled,
     MissingLocalQueue,
@@ -72,6 +75,7 @@ impl Reason {
             Self::BypassesKueue => "bypasses-kueue",
             Self::Checked => "checked",
             Self::UpdateUnchanged => "update-unchanged",
+            Self::InvalidQueueName => "invalid-queue-name",
             Self::InvalidDefaultQueue => "invalid-default-queue",
             Self::KueueNotInstalled => "kueue-not-installed",
             Self::MissingLocalQueue => "missing-local-queue",
@@ -96,7 +100,7 @@ impl Reason {
 
 impl Reason {
     /// Every reason, in declaration order.
-    pub const ALL: [Reason; 29] = [
+    pub const ALL: [Reason; 30] = [
         Self::NotAWorkload,
         Self::Subresource,
         Self::OperationNotReviewed,
@@ -108,6 +112,7 @@ impl Reason {
         Self::BypassesKueue,
         Self::Checked,
         Self::UpdateUnchanged,
+        Self::InvalidQueueName,
         Self::InvalidDefaultQueue,
         Self::KueueNotInstalled,
         Self::MissingLocalQueue,
@@ -137,7 +142,8 @@ impl Reason {
     pub fn claims_never_admitted(self) -> bool {
         matches!(
             self,
-            Self::InvalidDefaultQueue
+            Self::InvalidQueueName
+                | Self::InvalidDefaultQueue
                 | Self::KueueNotInstalled
                 | Self::MissingLocalQueue
                 | Self::MissingWorkloadPriorityClass
@@ -151,6 +157,76 @@ impl Reason {
                 | Self::NamespaceNotManaged
                 | Self::IntegrationDisabled
         )
+    }
+}
+
+impl Reason {
+    /// The enforcement of the rule behind this reason when the config names
+    /// none; `None` for reasons that are outcomes, not rules (config keys must
+    /// be rules). Every denial defaults to `Deny`; running outside Kueue, to `Warn`.
+    pub fn default_enforcement(self) -> Option<Enforcement> {
+        match self {
+            Self::BypassesKueue => Some(Enforcement::Warn),
+            reason if reason.is_denial() => Some(Enforcement::Deny),
+            _ => None,
+        }
+    }
+
+    /// The reasons a rule refuses with.
+    pub fn is_denial(self) -> bool {
+        self.claims_never_admitted()
+            || matches!(
+                self,
+                Self::PodsWouldBeRefused
+                    | Self::Preemptible
+                    | Self::QueueLabelRemoved
+                    | Self::QueueChangedWhileRunning
+                    | Self::UnsuspendNotAllowed
+            )
+    }
+
+    /// Which setting a submitter changes to get past this rule, if any is theirs.
+    fn settings(self) -> &'static [Setting] {
+        match self {
+            Self::InvalidQueueName
+            | Self::InvalidDefaultQueue
+            | Self::MissingLocalQueue
+            | Self::LocalQueueStopped
+            | Self::ClusterQueueMissing
+            | Self::ClusterQueueInactive
+            | Self::NamespaceNotSelected
+            | Self::ResourceUncovered
+            | Self::ExceedsQuota
+            | Self::BypassesKueue => &[Setting::Queue],
+            Self::MissingWorkloadPriorityClass | Self::MissingPriorityClass | Self::PodsWouldBeRefused => {
+                &[Setting::Priority]
+            }
+            Self::Preemptible => &[Setting::Priority, Setting::Queue],
+            _ => &[],
+        }
+    }
+}
+
+/// What a rule does when a workload breaks it, per rule in the config
+/// (`enforcement`), the way policy engines roll a rule out: `Warn` first to see
+/// what it would refuse, then `Deny`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+pub enum Enforcement {
+    /// Refuse the workload with the message.
+    Deny,
+    /// Let it through, with the message as a warning.
+    Warn,
+    /// Let it through silently (still counted and annotated).
+    Off,
+}
+
+impl Enforcement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Deny => "Deny",
+            Self::Warn => "Warn",
+            Self::Off => "Off",
+        }
     }
 }
 
@@ -174,11 +250,14 @@ pub struct Denial {
     /// rules, and the differential test (tests/fidelity) applies each one and
     /// asks Kueue's scheduler whether it really works.
     pub ways_out: Vec<WayOut>,
+    /// What the config says to do about it: only `Deny` refuses; `Warn` lets
+    /// the workload through with the message as a warning, `Off` silently.
+    pub enforcement: Enforcement,
 }
 
 impl Denial {
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
-        Self { reason, message: message.into(), absent: None, ways_out: Vec::new() }
+        Self { reason, message: message.into(), absent: None, ways_out: Vec::new(), enforcement: Enforcement::Deny }
     }
 
     pub fn because_absent(self, absent: Absent) -> Self {
@@ -260,6 +339,9 @@ pub struct Shape {
     pub queue_label: Option<String>,
     /// `spec.suspend: true`.
     pub suspended: bool,
+    /// Pod templates whose `priorityClassName` to remove (the config's
+    /// `dropRepeatedPodPriorityClass`).
+    pub cleared_pod_priority_classes: Vec<crate::workload::PodTemplateAt>,
 }
 
 impl Shape {
@@ -267,60 +349,99 @@ impl Shape {
     pub fn is_met_by(&self, workload: &Workload) -> bool {
         self.queue_label.as_deref().is_none_or(|queue| workload.label(QUEUE_NAME_LABEL) == Some(queue))
             && (!self.suspended || workload.is_suspended())
+            && self.cleared_pod_priority_classes.iter().all(|at| !workload.has_pod_priority_class_at(*at))
     }
 }
 
 /// Whether the policy applies to a workload at all; `Err` is why not. On UPDATE
 /// the old object's labels count too, so dropping the selecting label does not
 /// slip past the guards.
-fn in_scope(config: &Config, subject: Subject<'_>, old: Option<&Workload>) -> Result<(), Reason> {
+fn in_scope<'c>(config: &'c Config, subject: Subject<'_>, old: Option<&Workload>) -> Result<Selected<'c>, Reason> {
     let workload = subject.workload;
     if config.owned_by_managed_kind(workload) {
         return Err(Reason::OwnedByKueueWorkload);
     }
-    let selected = config.evaluation_selector(subject.kind, workload).is_some()
-        || old.is_some_and(|old| config.evaluation_selector(subject.kind, old).is_some());
-    if !selected {
+    let selected = config
+        .evaluation_selector(subject.kind, workload)
+        .or_else(|| old.and_then(|old| config.evaluation_selector(subject.kind, old)));
+    let Some(selected) = selected else {
         return Err(Reason::NotAnEvaluation);
-    }
+    };
     if workload.is_being_deleted() {
         return Err(Reason::BeingDeleted);
     }
-    Ok(())
+    Ok(selected)
+}
+
+/// The config's say on a verdict, the last step of every entry point: a
+/// denial gets its submitters' own way to fix it and its rule's enforcement;
+/// a workload that bypasses Kueue is warned about, denied or let be.
+fn enforce(config: &Config, selected: Selected<'_>, subject: Subject<'_>, verdict: Verdict) -> Verdict {
+    match verdict {
+        Verdict::Deny(mut denial) => {
+            for setting in denial.reason.settings() {
+                denial.message.push_str(&selected.submitter_hint(*setting));
+            }
+            denial.enforcement = config.enforcement(denial.reason);
+            Verdict::Deny(denial)
+        }
+        Verdict::Allow { reason: Reason::BypassesKueue, shape, .. } => {
+            match config.enforcement(Reason::BypassesKueue) {
+                Enforcement::Warn => Verdict::Allow {
+                    reason: Reason::BypassesKueue,
+                    shape,
+                    warnings: vec![queue::bypass_warning(subject) + &selected.submitter_hint(Setting::Queue)],
+                },
+                enforcement => Verdict::Deny(Denial {
+                    enforcement,
+                    ..Denial::new(
+                        Reason::BypassesKueue,
+                        queue::bypass_denial(subject) + &selected.submitter_hint(Setting::Queue),
+                    )
+                }),
+            }
+        }
+        verdict => verdict,
+    }
 }
 
 /// The mutating webhook on CREATE: give an evaluation its queue (its label,
 /// else the namespace's default) and start it suspended, or warn that it
 /// bypasses Kueue.
 pub fn mutate_create(config: &Config, view: &impl ClusterView, subject: Subject<'_>) -> Verdict {
-    if let Err(reason) = in_scope(config, subject, None) {
-        return Verdict::Skip(reason);
-    }
+    let selected = match in_scope(config, subject, None) {
+        Ok(selected) => selected,
+        Err(reason) => return Verdict::Skip(reason),
+    };
     let (queue_name, source) = match queue::resolve(view, subject) {
         Ok(Some(resolved)) => resolved,
         Ok(None) => {
-            return Verdict::Allow {
-                reason: Reason::BypassesKueue,
-                shape: Shape::default(),
-                warnings: vec![queue::bypass_warning(subject)],
-            };
+            let bypass =
+                Verdict::Allow { reason: Reason::BypassesKueue, shape: Shape::default(), warnings: Vec::new() };
+            return enforce(config, selected, subject, bypass);
         }
-        Err(denial) => return Verdict::Deny(denial),
+        Err(denial) => return enforce(config, selected, subject, Verdict::Deny(denial)),
     };
     let suspended = suspend::must_start_suspended(Some(&queue_name));
     let queue_label = (source != queue::QueueSource::Label).then_some(queue_name);
-    let shape = Shape { queue_label, suspended };
+    let (cleared_pod_priority_classes, warnings) = if config.drop_repeated_pod_priority_class {
+        priority::repeated_pod_priority_classes(view, subject)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let shape = Shape { queue_label, suspended, cleared_pod_priority_classes };
     let reason = if shape.is_met_by(subject.workload) { Reason::AlreadyQueued } else { Reason::Queued };
-    Verdict::Allow { reason, shape, warnings: Vec::new() }
+    Verdict::Allow { reason, shape, warnings }
 }
 
 /// The validating webhook on CREATE: refuse an evaluation Kueue would never
 /// admit or could preempt ([`check_queued`]).
 pub fn validate_create(config: &Config, view: &impl ClusterView, subject: Subject<'_>) -> Verdict {
-    if let Err(reason) = in_scope(config, subject, None) {
-        return Verdict::Skip(reason);
-    }
-    Verdict::checked(Reason::Checked, check_queued(view, subject))
+    let selected = match in_scope(config, subject, None) {
+        Ok(selected) => selected,
+        Err(reason) => return Verdict::Skip(reason),
+    };
+    enforce(config, selected, subject, Verdict::checked(Reason::Checked, check_queued(view, subject)))
 }
 
 /// The validating webhook on UPDATE: the guards on the queue label and
@@ -332,14 +453,16 @@ pub fn validate_update(
     old: &Workload,
     username: &str,
 ) -> Verdict {
-    if let Err(reason) = in_scope(config, subject, Some(old)) {
-        return Verdict::Skip(reason);
-    }
-    match update::check_update(config, view, subject, old, username) {
+    let selected = match in_scope(config, subject, Some(old)) {
+        Ok(selected) => selected,
+        Err(reason) => return Verdict::Skip(reason),
+    };
+    let verdict = match update::check_update(config, view, subject, old, username) {
         Ok((warnings, true)) => Verdict::checked(Reason::Checked, Ok(warnings)),
         Ok((warnings, false)) => Verdict::checked(Reason::UpdateUnchanged, Ok(warnings)),
         Err(denial) => Verdict::Deny(denial),
-    }
+    };
+    enforce(config, selected, subject, verdict)
 }
 
 /// Whether a check works out the ways out of a denial. A way out is checked

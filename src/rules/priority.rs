@@ -3,8 +3,8 @@
 use std::fmt;
 
 use super::{Absent, Denial, Explain, Reason, Subject, WayOut, join, passes};
-use crate::cluster::ClusterView;
-use crate::workload::{PRIORITY_CLASS_LABEL, Workload};
+use crate::cluster::{ClusterView, PriorityClass};
+use crate::workload::{PRIORITY_CLASS_LABEL, PodTemplateAt, Workload};
 
 /// Where a workload's priority comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,6 +197,9 @@ pub fn check_pod_priority_classes(
     explain: Explain,
 ) -> Result<(), Denial> {
     match subject.workload.pod_priority_classes().iter().find(|pod| view.priority_class(pod.class_name).is_none()) {
+        Some(missing) if Some(missing.class_name) == subject.workload.priority_class_label() => {
+            Err(repeated_label(view, subject, missing.class_name, &missing.location, explain))
+        }
         Some(missing) => Err(missing_priority_class(
             view,
             subject,
@@ -250,6 +253,147 @@ fn missing_priority_class(
     .offering(ways_out)
 }
 
+/// The pod templates whose `priorityClassName` only repeats the workload's
+/// WorkloadPriorityClass label and names no PriorityClass (what EvalHub's
+/// hardware profiles write), with a warning for each: what the config's
+/// `dropRepeatedPodPriorityClass` removes. Kueue reads the label first
+/// (`jobframework.PrepareWorkloadPriority`), so its priority does not change.
+pub fn repeated_pod_priority_classes(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+) -> (Vec<PodTemplateAt>, Vec<String>) {
+    let Some(label) = subject.workload.priority_class_label() else { return (Vec::new(), Vec::new()) };
+    subject
+        .workload
+        .pod_priority_classes()
+        .into_iter()
+        .filter(|pod| pod.class_name == label && view.priority_class(pod.class_name).is_none())
+        .map(|pod| {
+            let warning = format!(
+                "priorityClassName '{label}' removed from {}: no PriorityClass of that name exists, so the API \
+                 server would refuse the pods; the priority Kueue uses still comes from label {PRIORITY_CLASS_LABEL}.",
+                pod.location
+            );
+            (pod.at, warning)
+        })
+        .unzip()
+}
+
+/// A pod `priorityClassName` naming no PriorityClass, the same name as the
+/// workload's WorkloadPriorityClass label. Kueue takes the label, so it creates
+/// and admits the Workload and holds its quota; then the API server refuses the
+/// pods. The platform team's ways out (create the PriorityClass, or have
+/// eval-admission drop the repeated name) are offered only when the workload
+/// then passes every check.
+fn repeated_label(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    class: &str,
+    location: &str,
+    explain: Explain,
+) -> Denial {
+    let mut fixes = Vec::new();
+    let mut ways_out = Vec::new();
+    if explain == Explain::WaysOut {
+        let value = view.workload_priority_class(class).unwrap_or(0);
+        let with_class = WithPriorityClass { view, name: class, class: PriorityClass { value, global_default: false } };
+        if passes(&with_class, subject) {
+            fixes.push(format!(
+                "ask the platform team to create PriorityClass '{class}' (value {value}, as the WorkloadPriorityClass)"
+            ));
+        }
+        let without = subject.workload.with_pod_priority_class(location, None);
+        if passes(view, Subject { workload: &without, ..subject }) {
+            fixes.push("to set dropRepeatedPodPriorityClass in eval-admission's config".to_string());
+            fixes.push(format!("remove priorityClassName from {location}"));
+            ways_out.push(WayOut::PodPriorityClass { location: location.to_string(), class: None });
+        }
+    }
+    let fix = match fixes.as_slice() {
+        [] => String::new(),
+        [only] => format!(" To fix: {only}."),
+        [create, drop, remove] => format!(" To fix: {create}, or {drop}; or {remove}."),
+        [drop, remove] => format!(" To fix: ask the platform team {drop}, or {remove}."),
+        _ => unreachable!("at most the three fixes above"),
+    };
+    Denial::new(
+        Reason::PodsWouldBeRefused,
+        format!(
+            "{subject} sets priorityClassName '{class}' in {location}, the name of its WorkloadPriorityClass (label \
+             {PRIORITY_CLASS_LABEL}), but no PriorityClass '{class}' exists: Kueue would admit it and hold its quota, \
+             and then the API server would refuse its pods.{fix}"
+        ),
+    )
+    .because_absent(Absent::PriorityClass(class.to_string()))
+    .offering(ways_out)
+}
+
+/// The view with one more PriorityClass: a way out the platform team takes.
+/// It holds the view as a trait object: checking through it may build another
+/// one, which a generic would nest without end at compile time.
+struct WithPriorityClass<'v> {
+    view: &'v dyn ClusterView,
+    name: &'v str,
+    class: PriorityClass,
+}
+
+impl ClusterView for WithPriorityClass<'_> {
+    fn kueue_installed(&self) -> bool {
+        self.view.kueue_installed()
+    }
+    fn namespace(&self, name: &str) -> Option<&crate::cluster::NamespaceInfo> {
+        self.view.namespace(name)
+    }
+    fn local_queue(&self, namespace: &str, name: &str) -> Option<&crate::cluster::LocalQueue> {
+        self.view.local_queue(namespace, name)
+    }
+    fn local_queues(&self, namespace: &str) -> Box<dyn Iterator<Item = (&str, &crate::cluster::LocalQueue)> + '_> {
+        self.view.local_queues(namespace)
+    }
+    fn cluster_queue(&self, name: &str) -> Option<&crate::cluster::ClusterQueue> {
+        self.view.cluster_queue(name)
+    }
+    fn cluster_queues(&self) -> Box<dyn Iterator<Item = (&str, &crate::cluster::ClusterQueue)> + '_> {
+        self.view.cluster_queues()
+    }
+    fn cohort(&self, name: &str) -> Option<&crate::cluster::Cohort> {
+        self.view.cohort(name)
+    }
+    fn cohorts(&self) -> Box<dyn Iterator<Item = (&str, &crate::cluster::Cohort)> + '_> {
+        self.view.cohorts()
+    }
+    fn resource_flavor(&self, name: &str) -> Option<&crate::cluster::ResourceFlavor> {
+        self.view.resource_flavor(name)
+    }
+    fn admission_check(&self, name: &str) -> Option<bool> {
+        self.view.admission_check(name)
+    }
+    fn workload_priority_class(&self, name: &str) -> Option<i32> {
+        self.view.workload_priority_class(name)
+    }
+    fn workload_priority_classes(&self) -> Box<dyn Iterator<Item = (&str, i32)> + '_> {
+        self.view.workload_priority_classes()
+    }
+    fn priority_class(&self, name: &str) -> Option<&PriorityClass> {
+        if name == self.name { Some(&self.class) } else { self.view.priority_class(name) }
+    }
+    fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_> {
+        Box::new(self.view.priority_classes().chain(std::iter::once((self.name, &self.class))))
+    }
+    fn kueue_config(&self) -> &crate::cluster::kueue_config::KueueConfig {
+        self.view.kueue_config()
+    }
+    fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool {
+        self.view.selects_a_managed_namespace(cluster_queue)
+    }
+    fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
+        self.view.potential_available(cluster_queue, flavor, resource)
+    }
+    fn cohort_root(&self, cluster_queue: &str) -> Option<&str> {
+        self.view.cohort_root(cluster_queue)
+    }
+}
+
 /// The classes every cluster has for its own components; not offered as a way out.
 fn is_system_class(name: &str) -> bool {
     name.starts_with("system-")
@@ -283,6 +427,61 @@ mod tests {
         ]);
         let defaulted = priority_of(&with_defaults, &job_yaml("a", &[], None)).unwrap();
         assert_eq!(defaulted, Priority { value: 20, source: PrioritySource::GlobalDefault("a-default".into()) });
+    }
+
+    /// EvalHub's hardware profiles write the WorkloadPriorityClass name into
+    /// both the label and the pods' priorityClassName.
+    fn repeating_job() -> Workload {
+        workload(&job_yaml(
+            "team-a-namespace",
+            &[("kueue.x-k8s.io/priority-class", "production"), ("kueue.x-k8s.io/queue-name", "eval-queue")],
+            Some("production"),
+        ))
+    }
+
+    #[test]
+    fn a_pod_class_repeating_the_label_is_denied_for_its_pods_with_the_platform_fix() {
+        let state = seed_state();
+        let job = repeating_job();
+        assert_eq!(
+            workload_priority(&state, job_subject(&job), Explain::WaysOut).unwrap().value,
+            1000,
+            "the label wins"
+        );
+        let denial = crate::rules::check_queued(&state, job_subject(&job)).unwrap_err();
+        assert_eq!(denial.reason, Reason::PodsWouldBeRefused);
+        assert_eq!(
+            denial.message,
+            "Job team-a-namespace/evalhub-3f2a sets priorityClassName 'production' in spec.template, the name of its \
+             WorkloadPriorityClass (label kueue.x-k8s.io/priority-class), but no PriorityClass 'production' exists: \
+             Kueue would admit it and hold its quota, and then the API server would refuse its pods. To fix: ask the \
+             platform team to create PriorityClass 'production' (value 1000, as the WorkloadPriorityClass), or to set \
+             dropRepeatedPodPriorityClass in eval-admission's config; or remove priorityClassName from spec.template."
+        );
+        assert_eq!(denial.ways_out, vec![WayOut::PodPriorityClass { location: "spec.template".into(), class: None }]);
+        let with_class = state_with(&[
+            crate::rules::fixtures::SEED_STATE,
+            "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: production}\nvalue: 1000\n",
+        ]);
+        assert!(crate::rules::check_queued(&with_class, job_subject(&job)).is_ok(), "the offered fix works");
+    }
+
+    #[test]
+    fn only_a_pod_class_that_repeats_the_label_and_names_nothing_is_dropped() {
+        let state = seed_state();
+        let job = repeating_job();
+        let (cleared, warnings) = repeated_pod_priority_classes(&state, job_subject(&job));
+        assert_eq!(cleared, vec![PodTemplateAt::Job]);
+        assert!(warnings[0].starts_with("priorityClassName 'production' removed from spec.template"), "{warnings:?}");
+        let other =
+            workload(&job_yaml("team-a-namespace", &[("kueue.x-k8s.io/priority-class", "production")], Some("nope")));
+        assert!(repeated_pod_priority_classes(&state, job_subject(&other)).0.is_empty(), "another name is the user's");
+        let existing = workload(&job_yaml(
+            "team-a-namespace",
+            &[("kueue.x-k8s.io/priority-class", "gpu-batch")],
+            Some("gpu-batch"),
+        ));
+        assert!(repeated_pod_priority_classes(&state, job_subject(&existing)).0.is_empty(), "an existing class stays");
     }
 
     #[test]

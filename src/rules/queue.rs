@@ -64,7 +64,18 @@ pub fn bypass_warning(subject: Subject<'_>) -> String {
     )
 }
 
-/// Checks that Kueue is installed and the named LocalQueue exists; a denial
+/// The denial for a workload with no queue at all, when the config's
+/// enforcement for `bypasses-kueue` is `Deny`.
+pub fn bypass_denial(subject: Subject<'_>) -> String {
+    format!(
+        "{subject} has no {QUEUE_NAME_LABEL} label and namespace '{ns}' has no default queue, so it would bypass \
+         Kueue and run without quota, which this cluster does not allow. To fix: set the label to a LocalQueue in \
+         '{ns}', or ask the namespace owner to annotate the namespace with {DEFAULT_QUEUE_ANNOTATION}.",
+        ns = subject.namespace
+    )
+}
+
+/// Checks that the named LocalQueue could exist, Kueue is installed and the queue exists; a denial
 /// otherwise, since the workload would stay suspended forever. `working` are
 /// the namespace's queues that would admit it (see [`super::working_queues`]),
 /// the only ones the denial offers.
@@ -75,6 +86,9 @@ pub fn check_local_queue<'v>(
     source: QueueSource,
     working: impl FnOnce() -> Vec<&'v str>,
 ) -> Result<(), Denial> {
+    if !is_valid_queue_name(queue) {
+        return Err(invalid_queue_name(subject, queue, source, &working()));
+    }
     if !view.kueue_installed() {
         return Err(Denial::new(
             Reason::KueueNotInstalled,
@@ -90,6 +104,31 @@ pub fn check_local_queue<'v>(
         return Err(missing_local_queue(view, subject, queue, source, &working()));
     }
     Ok(())
+}
+
+/// A queue label no LocalQueue can carry (Kueue's own Job webhook refuses it
+/// too: `jobframework.ValidateQueueName`, a DNS-1123 subdomain).
+fn invalid_queue_name(subject: Subject<'_>, queue: &str, source: QueueSource, working: &[&str]) -> Denial {
+    let namespace = subject.namespace;
+    let existing = closest_first(&queue.to_ascii_lowercase(), working.iter().copied());
+    let choices = if existing.is_empty() {
+        format!("No LocalQueue in '{namespace}' would admit it as it is.")
+    } else {
+        format!(
+            "LocalQueues in '{namespace}' that would admit it: {}. To fix: set the label to one of them.",
+            join(&existing)
+        )
+    };
+    Denial::new(
+        Reason::InvalidQueueName,
+        format!(
+            "{subject} names LocalQueue '{queue}' ({}), which is not a valid LocalQueue name (lowercase letters, \
+             digits, '-' and '.', starting and ending with a letter or digit, at most 63 characters), so no such \
+             LocalQueue can exist and Kueue would never admit it. {choices}",
+            source.describe()
+        ),
+    )
+    .offering(existing.iter().map(|name| WayOut::Queue(name.to_string())).collect())
 }
 
 fn missing_local_queue(
@@ -169,13 +208,17 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 
 /// A LocalQueue name usable as a label value: a DNS-1123 subdomain of at most 63 characters.
 pub fn is_valid_queue_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
+    // A DNS-1123 subdomain (what Kueue validates and LocalQueue names are),
+    // within a label value's 63 characters (where the name is carried).
     let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && alnum(&bytes[0])
-        && alnum(&bytes[bytes.len() - 1])
-        && bytes.iter().all(|b| alnum(b) || *b == b'-' || *b == b'.')
+    let part = |part: &str| {
+        let bytes = part.as_bytes();
+        !bytes.is_empty()
+            && alnum(&bytes[0])
+            && alnum(&bytes[bytes.len() - 1])
+            && bytes.iter().all(|b| alnum(b) || *b == b'-')
+    };
+    name.len() <= 63 && name.split('.').all(part)
 }
 
 #[cfg(test)]
@@ -255,12 +298,27 @@ mod tests {
     }
 
     #[test]
+    fn an_uppercase_queue_is_called_invalid_not_missing() {
+        let state = seed_state();
+        let job = evalhub_job("team-a-namespace", Some("Eval-Queue"));
+        let denial = crate::rules::check_queued(&state, job_subject(&job)).unwrap_err();
+        assert_eq!(denial.reason, Reason::InvalidQueueName);
+        assert!(
+            denial
+                .message
+                .contains("'Eval-Queue' (label kueue.x-k8s.io/queue-name), which is not a valid LocalQueue name")
+        );
+        assert!(!denial.message.contains("create LocalQueue"), "{}", denial.message);
+        assert_eq!(denial.ways_out.first(), Some(&WayOut::Queue("eval-queue".into())), "the lowercase one first");
+    }
+
+    #[test]
     fn edit_distance_and_names() {
         assert_eq!(edit_distance("eval-queu", "eval-queue"), 1);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert!(is_valid_queue_name("eval-queue.v2"));
-        for bad in ["", "Eval", "-a", "a-", "a_b", &"a".repeat(64)] {
+        for bad in ["", "Eval", "-a", "a-", "a_b", "a..b", "a.-b", &"a".repeat(64)] {
             assert!(!is_valid_queue_name(bad), "{bad:?}");
         }
     }

@@ -189,6 +189,7 @@ fn record(app: &AppState, webhook: Webhook, outcome: &Outcome, elapsed: Duration
         operation: outcome.operation.as_str(),
         decision: decision.verdict(),
         reason: decision.reason.as_str(),
+        enforcement: decision.enforcement_label(),
     };
     app.metrics.reviews.get_or_create(&labels).inc();
     tracing::info!(
@@ -201,6 +202,7 @@ fn record(app: &AppState, webhook: Webhook, outcome: &Outcome, elapsed: Duration
         user = %outcome.username,
         decision = decision.verdict(),
         reason = decision.reason.as_str(),
+        enforcement = decision.enforcement_label(),
         warnings = decision.warnings.len(),
         dry_run = outcome.dry_run,
         latency_us = elapsed.as_micros() as u64,

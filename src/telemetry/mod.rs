@@ -76,6 +76,8 @@ pub struct ReviewLabels {
     pub operation: &'static str,
     pub decision: &'static str,
     pub reason: &'static str,
+    /// The broken rule's enforcement (`Deny`, `Warn`, `Off`), or `none`.
+    pub enforcement: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -120,7 +122,7 @@ impl Metrics {
         let reviews = Family::<ReviewLabels, Counter>::default();
         registry.register(
             "reviews",
-            "Admission reviews answered, by webhook, kind, operation, decision and reason",
+            "Admission reviews answered, by webhook, kind, operation, decision, reason and enforcement",
             reviews.clone(),
         );
         let review_errors = Family::<ErrorLabels, Counter>::default();
