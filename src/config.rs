@@ -146,7 +146,7 @@ impl Default for Selection {
 /// EvalHub (eval-hub-server 1.0.2): the evaluation request's `queue` and the
 /// hardware profile's Kueue priority become the Job's labels.
 const EVALHUB_QUEUE: &str = "set queue.name in the evaluation request";
-const EVALHUB_PRIORITY: &str = "pick a hardware profile with another priority";
+const EVALHUB_PRIORITY: &str = "choose another hardware profile (it sets the priority)";
 
 /// AIPerf (0.13.0): the CLI flags and the AIPerfJob fields they fill.
 fn aiperf_submitters() -> Submitters {

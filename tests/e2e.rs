@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::control_plane::{Environment, poll};
 use common::{BIN, repo};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Tests that stop the server or remove Kueue take this for writing; the rest read.
 static DISRUPTION: RwLock<()> = RwLock::new(());
@@ -124,6 +124,18 @@ fn an_evalhub_job_and_an_aiperf_jobset_are_queued_and_suspended() {
     let stored = cluster.get("jobset", &benchmarks, "aiperf-latency-sweep-7f2a");
     assert_eq!(stored["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "aiperf-queue");
     assert_eq!(stored["spec"]["suspend"], true);
+
+    // An AIPerfSweep's controller JobSet has no labels: the webhooks' CEL
+    // (rendered from the `aiperf-sweep` selector) must still send it to us.
+    // The ownerReference's uid need not resolve: the API server does not check it.
+    jobset["metadata"]["name"] = "aiperf-sweep-1".into();
+    jobset["metadata"]["labels"] = json!({});
+    jobset["metadata"]["ownerReferences"] = json!([{"apiVersion": "aiperf.nvidia.com/v1alpha1",
+        "kind": "AIPerfSweep", "name": "sweep-1", "uid": "5b0c1d2e-0000-4000-8000-000000000001", "controller": true}]);
+    cluster.ok(&["create", "-f", "-"], Some(&jobset.to_string()));
+    let sweep = cluster.get("jobset", &benchmarks, "aiperf-sweep-1");
+    assert_eq!(sweep["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "aiperf-queue");
+    assert_eq!(sweep["spec"]["suspend"], true);
 }
 
 #[test]

@@ -77,7 +77,7 @@ async fn both_endpoints_answer_what_review_prints_for_every_example() {
     }
     let metrics = plain_client().get(server.admin_url("/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(
-        metrics.contains(r#"eval_admission_reviews_total{webhook="validate",kind="Job",operation="CREATE",decision="denied",reason="preemptible"} 1"#),
+        metrics.contains(r#"eval_admission_reviews_total{webhook="validate",kind="Job",operation="CREATE",decision="denied",reason="preemptible",enforcement="Deny"} 1"#),
         "{metrics}"
     );
     assert!(metrics.contains(r#"eval_admission_cache_objects{kind="LocalQueue"} 9"#), "{metrics}");
