@@ -10,7 +10,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 REQUIREMENTS=$REPO_ROOT/tests/clients/requirements.txt
 CONSTRAINTS=$REPO_ROOT/tests/clients/constraints.txt
-stamp=$(cat "$REQUIREMENTS" "$CONSTRAINTS" | sha256sum | cut -c1-12)
+# Keyed by the pins only, so editing a comment reinstalls nothing.
+stamp=$(grep -hv '^#' "$REQUIREMENTS" "$CONSTRAINTS" | sha256sum | cut -c1-12)
 VENV=$EVAL_ADMISSION_CACHE/clients-$stamp
 
 if [[ -f $VENV/.complete ]]; then

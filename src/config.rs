@@ -265,17 +265,21 @@ impl Selected<'_> {
         self.0.map_or("all-workloads", |selector| selector.name.as_str())
     }
 
-    /// How this selector's submitters change `setting`: ` EvalHub users: set
-    /// queue.name in the evaluation request.` (empty when the config says nothing).
-    pub fn submitter_hint(&self, setting: Setting) -> String {
+    /// How this selector's submitters change `settings`, one sentence: ` EvalHub
+    /// users: set queue.name in the evaluation request.` (empty when the config
+    /// says nothing about them).
+    pub fn submitter_hint(&self, settings: &[Setting]) -> String {
         let Some(submitters) = self.0.and_then(|selector| selector.submitters.as_ref()) else {
             return String::new();
         };
-        let how = match setting {
-            Setting::Queue => submitters.queue.as_deref(),
-            Setting::Priority => submitters.priority.as_deref(),
-        };
-        how.map(|how| format!(" {}: {how}.", submitters.who)).unwrap_or_default()
+        let hows: Vec<&str> = settings
+            .iter()
+            .filter_map(|setting| match setting {
+                Setting::Queue => submitters.queue.as_deref(),
+                Setting::Priority => submitters.priority.as_deref(),
+            })
+            .collect();
+        if hows.is_empty() { String::new() } else { format!(" {}: {}.", submitters.who, hows.join(", or ")) }
     }
 }
 
@@ -297,6 +301,23 @@ mod tests {
         let all = Config::parse("selection: {allWorkloads: true}").unwrap();
         assert!(all.selection.all_workloads);
         assert_eq!(all.selection.selectors.len(), 4, "selectors keep their defaults");
+    }
+
+    #[test]
+    fn a_hint_names_each_setting_once_in_one_sentence() {
+        let config = Config::default();
+        let evalhub = Selected(config.selection.selectors.iter().find(|s| s.name == "evalhub"));
+        assert_eq!(evalhub.submitter_hint(&[]), "");
+        assert_eq!(
+            evalhub.submitter_hint(&[Setting::Queue]),
+            " EvalHub users: set queue.name in the evaluation request."
+        );
+        assert_eq!(
+            evalhub.submitter_hint(&[Setting::Queue, Setting::Priority]),
+            " EvalHub users: set queue.name in the evaluation request, or choose another hardware profile (it sets \
+             the priority)."
+        );
+        assert_eq!(Selected(None).submitter_hint(&[Setting::Queue]), "", "allWorkloads: nobody in particular");
     }
 
     #[test]

@@ -184,27 +184,6 @@ impl Reason {
                     | Self::UnsuspendNotAllowed
             )
     }
-
-    /// Which setting a submitter changes to get past this rule, if any is theirs.
-    fn settings(self) -> &'static [Setting] {
-        match self {
-            Self::InvalidQueueName
-            | Self::InvalidDefaultQueue
-            | Self::MissingLocalQueue
-            | Self::LocalQueueStopped
-            | Self::ClusterQueueMissing
-            | Self::ClusterQueueInactive
-            | Self::NamespaceNotSelected
-            | Self::ResourceUncovered
-            | Self::ExceedsQuota
-            | Self::BypassesKueue => &[Setting::Queue],
-            Self::MissingWorkloadPriorityClass | Self::MissingPriorityClass | Self::PodsWouldBeRefused => {
-                &[Setting::Priority]
-            }
-            Self::Preemptible => &[Setting::Priority, Setting::Queue],
-            _ => &[],
-        }
-    }
 }
 
 /// What a rule does when a workload breaks it, per rule in the config
@@ -266,6 +245,22 @@ impl Denial {
 
     pub fn offering(self, ways_out: Vec<WayOut>) -> Self {
         Self { ways_out, ..self }
+    }
+
+    /// The settings a submitter would change to take one of the ways out
+    /// (queue first, as the messages offer them); a bad default queue is
+    /// always theirs to get around with a queue of their own.
+    fn submitter_settings(&self) -> Vec<Setting> {
+        let by_queue = self.reason == Reason::InvalidDefaultQueue
+            || self.ways_out.iter().any(|way| matches!(way, WayOut::Queue(_)));
+        let by_priority = self
+            .ways_out
+            .iter()
+            .any(|way| matches!(way, WayOut::WorkloadPriorityClass(_) | WayOut::PodPriorityClass { .. }));
+        [(by_queue, Setting::Queue), (by_priority, Setting::Priority)]
+            .into_iter()
+            .filter_map(|(offered, setting)| offered.then_some(setting))
+            .collect()
     }
 }
 
@@ -379,9 +374,7 @@ fn in_scope<'c>(config: &'c Config, subject: Subject<'_>, old: Option<&Workload>
 fn enforce(config: &Config, selected: Selected<'_>, subject: Subject<'_>, verdict: Verdict) -> Verdict {
     match verdict {
         Verdict::Deny(mut denial) => {
-            for setting in denial.reason.settings() {
-                denial.message.push_str(&selected.submitter_hint(*setting));
-            }
+            denial.message.push_str(&selected.submitter_hint(&denial.submitter_settings()));
             denial.enforcement = config.enforcement(denial.reason);
             Verdict::Deny(denial)
         }
@@ -390,13 +383,13 @@ fn enforce(config: &Config, selected: Selected<'_>, subject: Subject<'_>, verdic
                 Enforcement::Warn => Verdict::Allow {
                     reason: Reason::BypassesKueue,
                     shape,
-                    warnings: vec![queue::bypass_warning(subject) + &selected.submitter_hint(Setting::Queue)],
+                    warnings: vec![queue::bypass_warning(subject) + &selected.submitter_hint(&[Setting::Queue])],
                 },
                 enforcement => Verdict::Deny(Denial {
                     enforcement,
                     ..Denial::new(
                         Reason::BypassesKueue,
-                        queue::bypass_denial(subject) + &selected.submitter_hint(Setting::Queue),
+                        queue::bypass_denial(subject) + &selected.submitter_hint(&[Setting::Queue]),
                     )
                 }),
             }
