@@ -430,9 +430,9 @@ fn a_missing_priority_class_fails_the_evaluation_with_the_denial() {
 /// PriorityClass 'routine'. With that PriorityClass, EvalHub's next submission
 /// goes through and Kueue admits it at the WorkloadPriorityClass's priority.
 ///
-/// The denial's wording (the true cause, and the create-the-PriorityClass fix)
-/// is the rule change another engineer made for defect 1 (src/rules/priority.rs,
-/// commit 5f9edcb); the last assertions check it. Before it, eval-admission said
+/// The denial names the true cause and the platform team's fix
+/// (src/rules/priority.rs, `repeated_label`); the last assertions check it.
+/// Before that rule, eval-admission said
 /// "...names PriorityClass 'routine' in spec.template (priorityClassName), which
 /// does not exist, so its pods would be refused by the API server while Kueue
 /// holds quota for it. To fix: remove it.", a fix no EvalHub user can apply.
@@ -478,7 +478,7 @@ fn a_hardware_profile_priority_names_the_missing_priority_class_and_the_way_out(
     // What the user saw before the PriorityClass existed.
     for message in [&denied.message, &denial] {
         assert_contains(message, &[&format!("PriorityClass '{class}'"), "priorityClassName"]);
-        // Issue 13 defect 1 (the rule change made by another engineer): the true cause,
+        // The true cause,
         // not "never create its Workload" ...
         assert!(!message.contains("never create its Workload"), "the label wins, Kueue creates it: {message}");
         // ... and the platform team's way out.
