@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: manifests build run certs test test-local unit e2e e2e-kueue bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle
+.PHONY: manifests build run certs test test-local unit e2e e2e-kueue e2e-clients clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle
 
 build:
 	$(CARGO) build --release --locked
@@ -25,7 +25,7 @@ certs:
 # The README's test command: every test there is, the end-to-end ones
 # against a control plane each test binary starts and stops itself
 # (tests/common/control_plane.rs).
-test: lint test-local lint-dockerfile bench-smoke e2e e2e-kueue
+test: lint test-local lint-dockerfile bench-smoke e2e e2e-kueue e2e-clients
 
 # Everything that needs no control plane: rules, review CLI, HTTPS server, and
 # the differential test against Kueue's scheduler (tests/fidelity: a fixed seed
@@ -140,3 +140,13 @@ e2e-kueue:
 	rm -rf $(KUEUE_E2E_OUT)
 	KUEUE_E2E_OUT=$(KUEUE_E2E_OUT) $(CARGO) test --locked --test kueue_e2e -- --test-threads 1; \
 	  status=$$?; cat $(KUEUE_E2E_OUT)/*.md 2>/dev/null; exit $$status
+
+# Through the real clients, each with the real Kueue in an environment of its
+# own: EvalHub's server (tests/evalhub_e2e.rs) and the AIPerf operator
+# (tests/aiperf_e2e.rs), installed by hack/build-clients.sh into a pinned venv.
+e2e-clients:
+	$(CARGO) test --locked --test evalhub_e2e --test aiperf_e2e -- --test-threads 1
+
+clients:
+	./hack/build-clients.sh
+
