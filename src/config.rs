@@ -261,10 +261,6 @@ impl Config {
 pub struct Selected<'c>(pub Option<&'c Selector>);
 
 impl Selected<'_> {
-    pub fn name(&self) -> &str {
-        self.0.map_or("all-workloads", |selector| selector.name.as_str())
-    }
-
     /// How this selector's submitters change `settings`, one sentence: ` EvalHub
     /// users: set queue.name in the evaluation request.` (empty when the config
     /// says nothing about them).
@@ -318,6 +314,22 @@ mod tests {
              the priority)."
         );
         assert_eq!(Selected(None).submitter_hint(&[Setting::Queue]), "", "allWorkloads: nobody in particular");
+    }
+
+    #[test]
+    fn a_controller_owner_selects_by_group_and_kind_together() {
+        let config = Config::default();
+        let owned_by = |api_version: &str, kind: &str| -> Workload {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "s", "ownerReferences": [
+                {"apiVersion": api_version, "kind": kind, "name": "x", "uid": "1", "controller": true}]}}))
+            .unwrap()
+        };
+        let selected = |workload: &Workload| config.evaluation_selector(WorkloadKind::JobSet, workload).is_some();
+        assert!(selected(&owned_by("aiperf.nvidia.com/v1alpha1", "AIPerfSweep")));
+        assert!(!selected(&owned_by("other.io/v1", "AIPerfSweep")), "another group's kind of that name");
+        assert!(!selected(&owned_by("aiperf.nvidia.com/v1alpha1", "AIPerfJob")), "another kind of that group");
+        let sweep = owned_by("aiperf.nvidia.com/v1alpha1", "AIPerfSweep");
+        assert!(config.evaluation_selector(WorkloadKind::Job, &sweep).is_none(), "JobSets only");
     }
 
     #[test]

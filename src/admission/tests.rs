@@ -370,6 +370,8 @@ mod policy_config {
         json_patch::patch(&mut patched, &mutated.patch).unwrap();
         assert!(patched["spec"]["template"]["spec"].get("priorityClassName").is_none());
         assert!(validate(&drop, &state, &request(&patched)).allowed, "the validating webhook then lets it through");
-        assert!(mutate(&drop, &state, &request(&patched)).patch.0.is_empty(), "idempotent");
+        let again = mutate(&drop, &state, &request(&patched));
+        assert!(again.patch.0.is_empty(), "idempotent");
+        assert_eq!(again.reason, Reason::AlreadyQueued, "nothing left to drop");
     }
 }

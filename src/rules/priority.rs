@@ -292,29 +292,29 @@ fn repeated_label(
     location: &str,
     explain: Explain,
 ) -> Denial {
-    let mut fixes = Vec::new();
-    let mut ways_out = Vec::new();
-    if explain == Explain::WaysOut {
-        let value = view.workload_priority_class(class).unwrap_or(0);
-        let with_class = WithPriorityClass { view, name: class, class: PriorityClass { value, global_default: false } };
-        if passes(&with_class, subject) {
-            fixes.push(format!(
-                "ask the platform team to create PriorityClass '{class}' (value {value}, as the WorkloadPriorityClass)"
-            ));
+    let value = view.workload_priority_class(class).unwrap_or(0);
+    let (create_works, remove_works) = match explain {
+        Explain::WaysOut => {
+            let with_class =
+                WithPriorityClass { view, name: class, class: PriorityClass { value, global_default: false } };
+            let without = subject.workload.with_pod_priority_class(location, None);
+            (passes(&with_class, subject), passes(view, Subject { workload: &without, ..subject }))
         }
-        let without = subject.workload.with_pod_priority_class(location, None);
-        if passes(view, Subject { workload: &without, ..subject }) {
-            fixes.push("to set dropRepeatedPodPriorityClass in eval-admission's config".to_string());
-            fixes.push(format!("remove priorityClassName from {location}"));
-            ways_out.push(WayOut::PodPriorityClass { location: location.to_string(), class: None });
-        }
-    }
-    let fix = match fixes.as_slice() {
-        [] => String::new(),
-        [only] => format!(" To fix: {only}."),
-        [create, drop, remove] => format!(" To fix: {create}, or {drop}; or {remove}."),
-        [drop, remove] => format!(" To fix: ask the platform team {drop}, or {remove}."),
-        _ => unreachable!("at most the three fixes above"),
+        Explain::Quiet => (false, false),
+    };
+    let create = format!("create PriorityClass '{class}' (value {value}, as the WorkloadPriorityClass)");
+    let drop = "set dropRepeatedPodPriorityClass in eval-admission's config";
+    let remove = format!("remove priorityClassName from {location}");
+    let fix = match (create_works, remove_works) {
+        (true, true) => format!(" To fix: ask the platform team to {create}, or to {drop}; or {remove}."),
+        (true, false) => format!(" To fix: ask the platform team to {create}."),
+        (false, true) => format!(" To fix: ask the platform team to {drop}; or {remove}."),
+        (false, false) => String::new(),
+    };
+    let ways_out = if remove_works {
+        vec![WayOut::PodPriorityClass { location: location.to_string(), class: None }]
+    } else {
+        Vec::new()
     };
     Denial::new(
         Reason::PodsWouldBeRefused,
@@ -464,6 +464,20 @@ mod tests {
             "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: production}\nvalue: 1000\n",
         ]);
         assert!(crate::rules::check_queued(&with_class, job_subject(&job)).is_ok(), "the offered fix works");
+    }
+
+    #[test]
+    fn no_fix_is_offered_for_a_repeated_class_when_none_would_let_it_through() {
+        // 'experimental' (100) in shared-queue is preemptible whatever its pods name.
+        let job = workload(&job_yaml(
+            "team-a-namespace",
+            &[("kueue.x-k8s.io/priority-class", "experimental"), ("kueue.x-k8s.io/queue-name", "shared-queue")],
+            Some("experimental"),
+        ));
+        let denial = crate::rules::check_queued(&seed_state(), job_subject(&job)).unwrap_err();
+        assert_eq!(denial.reason, Reason::PodsWouldBeRefused);
+        assert!(denial.message.ends_with("then the API server would refuse its pods."), "{}", denial.message);
+        assert!(denial.ways_out.is_empty());
     }
 
     #[test]
