@@ -24,10 +24,11 @@ mod aiperf;
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use aiperf::{Job, Operator, Settings};
 use common::control_plane::{Environment, condition_true, poll};
+use common::kueue_objects::{local_queue, namespace, unique, workload, workload_priority_class};
 use common::{BIN, repo};
 use serde_json::{Value, json};
 
@@ -71,39 +72,14 @@ fn environment() -> &'static Environment {
                 queue(CQ, "64", "256Gi", Value::Null),
                 queue(SMALL_CQ, "6", "12Gi", Value::Null),
                 queue(PREEMPT_CQ, "64", "256Gi", json!({"withinClusterQueue": "LowerPriority"})),
-                priority_class("aiperf-high", 1000),
-                priority_class("aiperf-low", 100),
+                workload_priority_class("aiperf-high", 1000),
+                workload_priority_class("aiperf-low", 100),
             ],
             &[],
         )?;
         aiperf::install(&env)?;
         Ok(env)
     })
-}
-
-fn priority_class(name: &str, value: i32) -> Value {
-    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})
-}
-
-fn namespace(name: &str, default_queue: Option<&str>) -> Value {
-    let mut namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-    if let Some(queue) = default_queue {
-        namespace["metadata"]["annotations"] = json!({"kueue.x-k8s.io/default-queue-name": queue});
-    }
-    namespace
-}
-
-fn local_queue(namespace: &str, name: &str, cluster_queue: &str) -> Value {
-    json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": cluster_queue},
-    })
-}
-
-/// Names are unique: namespaces never finish deleting without a controller manager.
-fn unique() -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    format!("{:x}", nanos % 0xff_ffff_ffff)
 }
 
 fn wait_for<T>(what: &str, operator: &Operator, check: impl FnMut() -> Option<T>) -> T {
@@ -121,24 +97,10 @@ fn reviews(env: &Environment, name: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The Workload Kueue made for a JobSet.
-fn workload(env: &Environment, namespace: &str, jobset: &str) -> Option<Value> {
-    let list: Value =
-        serde_json::from_str(&env.run(&["get", "workloads.kueue.x-k8s.io", "-n", namespace, "-o", "json"], None).ok()?)
-            .ok()?;
-    list["items"].as_array()?.iter().find(|workload| owned_by(workload, "JobSet", jobset)).cloned()
-}
-
-fn owned_by(object: &Value, kind: &str, name: &str) -> bool {
-    object["metadata"]["ownerReferences"]
-        .as_array()
-        .is_some_and(|owners| owners.iter().any(|owner| owner["kind"] == kind && owner["name"] == name))
-}
-
 /// Waits until Kueue has admitted the job's JobSet: Workload Admitted, `spec.suspend` false.
 fn wait_admitted(env: &Environment, operator: &Operator, job: &Job) -> Value {
     wait_for(&format!("Kueue to admit JobSet {}/{}", job.namespace, job.jobset()), operator, || {
-        let workload = workload(env, &job.namespace, &job.jobset())?;
+        let workload = workload(env, &job.namespace, "JobSet", &job.jobset()).ok().flatten()?;
         let jobset = operator.jobset(job)?;
         (condition_true(&workload, "Admitted") && jobset["spec"]["suspend"] == false).then_some(workload)
     })
@@ -240,7 +202,7 @@ fn assert_denied(env: &Environment, operator: &Operator, job: &Job, fragments: &
 fn namespace_default_queue_is_applied_and_kueue_admits() {
     let env = environment();
     let ns = format!("aiperf-a-{}", unique());
-    env.apply(&[namespace(&ns, Some("aiperf-queue")), local_queue(&ns, "aiperf-queue", CQ)], &[]).unwrap();
+    env.apply(&[namespace(&ns, Some("aiperf-queue"), &[]), local_queue(&ns, "aiperf-queue", CQ)], &[]).unwrap();
     let operator = Operator::start(env, &ns, &[&ns], &Settings::default()).unwrap();
     let job = Job::new(&ns, "latency");
     let started = Instant::now();
@@ -292,7 +254,7 @@ fn namespace_default_queue_is_applied_and_kueue_admits() {
 fn explicit_queue_shows_queued_until_kueue_admits() {
     let env = environment();
     let ns = format!("aiperf-b-{}", unique());
-    env.apply(&[namespace(&ns, None), local_queue(&ns, "small-queue", SMALL_CQ)], &[]).unwrap();
+    env.apply(&[namespace(&ns, None, &[]), local_queue(&ns, "small-queue", SMALL_CQ)], &[]).unwrap();
     let operator = Operator::start(env, &ns, &[&ns], &Settings::default()).unwrap();
 
     let holder = Job::new(&ns, "holder").queue("small-queue");
@@ -313,7 +275,7 @@ fn explicit_queue_shows_queued_until_kueue_admits() {
     let queued = operator.wait_phase(&waiter, &["Queued"], WAIT).unwrap();
     eprintln!("{}: Queued after {:?}", waiter.name, started.elapsed());
     assert!(queued.error.is_none());
-    let pending = workload(env, &ns, &waiter.jobset()).expect("a Workload");
+    let pending = workload(env, &ns, "JobSet", &waiter.jobset()).ok().flatten().expect("a Workload");
     assert!(!condition_true(&pending, "QuotaReserved"), "{pending}");
     assert_eq!(operator.jobset(&waiter).unwrap()["spec"]["suspend"], true, "still suspended");
 
@@ -339,8 +301,11 @@ fn chart_default_queue_missing_in_the_job_namespace_is_denied() {
     let env = environment();
     let id = unique();
     let (release, ns) = (format!("aiperf-system-{id}"), format!("aiperf-c-{id}"));
-    env.apply(&[namespace(&release, None), local_queue(&release, "aiperf-queue", CQ), namespace(&ns, None)], &[])
-        .unwrap();
+    env.apply(
+        &[namespace(&release, None, &[]), local_queue(&release, "aiperf-queue", CQ), namespace(&ns, None, &[])],
+        &[],
+    )
+    .unwrap();
     let settings = Settings { default_queue: Some("aiperf-queue".into()), ..Settings::default() };
     let operator = Operator::start(env, &format!("chart-{id}"), &[&ns], &settings).unwrap();
     let job = Job::new(&ns, "chart-default");
@@ -360,7 +325,11 @@ fn preemptible_priority_is_denied() {
     let env = environment();
     let ns = format!("aiperf-d-{}", unique());
     env.apply(
-        &[namespace(&ns, None), local_queue(&ns, "shared-queue", PREEMPT_CQ), local_queue(&ns, "aiperf-queue", CQ)],
+        &[
+            namespace(&ns, None, &[]),
+            local_queue(&ns, "shared-queue", PREEMPT_CQ),
+            local_queue(&ns, "aiperf-queue", CQ),
+        ],
         &[],
     )
     .unwrap();
@@ -376,7 +345,7 @@ fn preemptible_priority_is_denied() {
 fn missing_priority_class_is_denied() {
     let env = environment();
     let ns = format!("aiperf-e-{}", unique());
-    env.apply(&[namespace(&ns, None), local_queue(&ns, "aiperf-queue", CQ)], &[]).unwrap();
+    env.apply(&[namespace(&ns, None, &[]), local_queue(&ns, "aiperf-queue", CQ)], &[]).unwrap();
     let operator = Operator::start(env, &ns, &[&ns], &Settings::default()).unwrap();
     let job = Job::new(&ns, "urgent").queue("aiperf-queue").priority_class("aiperf-critical");
     operator.submit(&job).unwrap();
@@ -394,8 +363,11 @@ fn admission_warnings_never_reach_the_aiperf_user() {
     let env = environment();
     let id = unique();
     let (bare, queued) = (format!("aiperf-f-{id}"), format!("aiperf-g-{id}"));
-    env.apply(&[namespace(&bare, None), namespace(&queued, None), local_queue(&queued, "aiperf-queue", CQ)], &[])
-        .unwrap();
+    env.apply(
+        &[namespace(&bare, None, &[]), namespace(&queued, None, &[]), local_queue(&queued, "aiperf-queue", CQ)],
+        &[],
+    )
+    .unwrap();
     let operator = Operator::start(env, &format!("warnings-{id}"), &[&bare, &queued], &Settings::default()).unwrap();
 
     for job in [Job::new(&bare, "unqueued"), Job::new(&queued, "queued").queue("aiperf-queue")] {

@@ -25,9 +25,10 @@ mod evalhub;
 
 use std::path::Path;
 use std::sync::OnceLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use common::control_plane::{Environment, condition_true, poll};
+use common::kueue_objects::{self, flavor, local_queue, unique, workload, workload_priority_class};
 use common::{BIN, repo};
 use evalhub::{EvalHub, Evaluation, JobView, KUBERNETES_USER, hardware_profile, kubernetes_jobs};
 use serde_json::{Value, json};
@@ -52,11 +53,6 @@ fn setup() -> (&'static Environment, &'static EvalHub) {
     (cluster, evalhub)
 }
 
-fn unique() -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    format!("{:x}", nanos % 0xff_ffff_ffff)
-}
-
 fn wait_for<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) -> T {
     poll(what, timeout, Duration::from_millis(250), || Ok(()), check).unwrap_or_else(|error| panic!("{error:#}"))
 }
@@ -65,10 +61,6 @@ fn wait_for<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) 
 
 fn apply(cluster: &Environment, objects: &[Value]) {
     cluster.apply(objects, &[]).unwrap();
-}
-
-fn flavor(name: &str) -> Value {
-    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}})
 }
 
 /// A ClusterQueue open to every namespace, covering what an EvalHub Job asks
@@ -92,23 +84,7 @@ fn cluster_queue(name: &str, flavor: &str, cpu: &str, preemption: Value) -> Valu
 /// A tenant namespace as the EvalHub guide labels it, with the default-queue
 /// annotation when given.
 fn namespace(name: &str, default_queue: Option<&str>) -> Value {
-    let mut namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
-        "labels": {"evalhub.trustyai.opendatahub.io/tenant": "true"}}});
-    if let Some(queue) = default_queue {
-        namespace["metadata"]["annotations"] = json!({"kueue.x-k8s.io/default-queue-name": queue});
-    }
-    namespace
-}
-
-fn local_queue(namespace: &str, name: &str, cluster_queue: &str) -> Value {
-    json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": cluster_queue},
-    })
-}
-
-fn workload_priority_class(name: &str, value: i32) -> Value {
-    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})
+    kueue_objects::namespace(name, default_queue, &[("evalhub.trustyai.opendatahub.io/tenant", "true")])
 }
 
 fn pod_priority_class(name: &str, value: i32) -> Value {
@@ -147,21 +123,6 @@ fn job_name(job: &Value) -> String {
     job["metadata"]["name"].as_str().unwrap().to_string()
 }
 
-/// The Workload Kueue made for a Job (found by ownerReference).
-fn workload(cluster: &Environment, namespace: &str, job: &str) -> Option<Value> {
-    let list: Value = serde_json::from_str(
-        &cluster.run(&["get", "workloads.kueue.x-k8s.io", "-n", namespace, "-o", "json"], None).ok()?,
-    )
-    .ok()?;
-    list["items"].as_array()?.iter().find(|w| owned_by(w, "Job", job)).cloned()
-}
-
-fn owned_by(object: &Value, kind: &str, name: &str) -> bool {
-    object["metadata"]["ownerReferences"]
-        .as_array()
-        .is_some_and(|owners| owners.iter().any(|owner| owner["kind"] == kind && owner["name"] == name))
-}
-
 fn suspended(cluster: &Environment, namespace: &str, job: &str) -> bool {
     cluster.get("job", namespace, job)["spec"]["suspend"] == true
 }
@@ -169,7 +130,7 @@ fn suspended(cluster: &Environment, namespace: &str, job: &str) -> bool {
 /// Waits until Kueue has admitted the Job: Workload Admitted, `spec.suspend` false.
 fn wait_admitted(cluster: &Environment, namespace: &str, job: &str) -> Value {
     wait_for(&format!("Kueue to admit and start Job {namespace}/{job}"), ADMISSION_WAIT, || {
-        let workload = workload(cluster, namespace, job)?;
+        let workload = workload(cluster, namespace, "Job", job).ok().flatten()?;
         (condition_true(&workload, "Admitted") && !suspended(cluster, namespace, job)).then_some(workload)
     })
 }
@@ -268,7 +229,7 @@ fn a_default_queue_evaluation_is_queued_suspended_and_admitted() {
 
     // Kueue holds it behind the blocker: queued, suspended, pending.
     let pending = wait_for("Kueue to consider and hold the evaluation", ADMISSION_WAIT, || {
-        let workload = workload(cluster, &ns, &name)?;
+        let workload = workload(cluster, &ns, "Job", &name).ok().flatten()?;
         workload["status"]["conditions"]
             .as_array()?
             .iter()

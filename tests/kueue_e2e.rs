@@ -26,9 +26,10 @@ mod oracle;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::control_plane::{Environment, KUEUE_USER, condition_true, poll};
+use common::kueue_objects::{self, flavor, local_queue, namespace, unique, workload_priority_class as priority_class};
 use common::{BIN, repo};
 use serde_json::{Value, json};
 
@@ -74,10 +75,7 @@ impl Cluster {
 
     /// The Workload Kueue made for a Job or JobSet (found by ownerReference).
     fn workload(&self, namespace: &str, owner_kind: &str, owner: &str) -> Option<Value> {
-        let list: Value =
-            serde_json::from_str(&self.ok(&["get", "workloads.kueue.x-k8s.io", "-n", namespace, "-o", "json"], None))
-                .unwrap();
-        list["items"].as_array().unwrap().iter().find(|workload| owned_by(workload, owner_kind, owner)).cloned()
+        kueue_objects::workload(self, namespace, owner_kind, owner).unwrap()
     }
 
     fn job_workload(&self, namespace: &str, job: &str) -> Option<Value> {
@@ -105,24 +103,11 @@ impl Cluster {
     }
 }
 
-fn owned_by(object: &Value, kind: &str, name: &str) -> bool {
-    object["metadata"]["ownerReferences"]
-        .as_array()
-        .is_some_and(|owners| owners.iter().any(|owner| owner["kind"] == kind && owner["name"] == name))
-}
-
 /// A condition's (status, reason) on a Kueue object.
 fn condition(object: &Value, kind: &str) -> Option<(String, String)> {
     object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind).map(|c| {
         (c["status"].as_str().unwrap_or_default().to_string(), c["reason"].as_str().unwrap_or_default().to_string())
     })
-}
-
-/// Names are unique: the tests share one environment, and namespaces never
-/// finish deleting without a controller manager.
-fn unique() -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    format!("{:x}", nanos % 0xff_ffff_ffff)
 }
 
 /// Polls `check` every 200 ms until it returns Some, or panics after `timeout`.
@@ -131,10 +116,6 @@ fn wait_for<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) 
 }
 
 // ---------------------------------------------------------------- objects
-
-fn flavor(name: &str) -> Value {
-    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}})
-}
 
 /// A ClusterQueue open to every namespace, with `quota` (resource, nominal,
 /// borrowingLimit) in one flavor.
@@ -182,25 +163,6 @@ fn cohort(name: &str, parent: Option<&str>) -> Value {
     cohort
 }
 
-fn priority_class(name: &str, value: i32) -> Value {
-    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})
-}
-
-fn namespace(name: &str, default_queue: Option<&str>) -> Value {
-    let mut namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-    if let Some(queue) = default_queue {
-        namespace["metadata"]["annotations"] = json!({"kueue.x-k8s.io/default-queue-name": queue});
-    }
-    namespace
-}
-
-fn local_queue(namespace: &str, name: &str, cluster_queue: &str) -> Value {
-    json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": cluster_queue},
-    })
-}
-
 /// The shipped EvalHub Job (examples/evalhub-job.yaml, no queue label, no
 /// suspend) in `namespace`, asking for `cpu` only: its adapter container keeps
 /// a cpu request, the results sidecar goes, so the quotas here stay small.
@@ -245,7 +207,7 @@ fn kueue_admits_what_eval_admission_queued_and_holds_what_does_not_fit() {
     cluster.apply(&[
         flavor(&rf),
         cluster_queue(&cq, &rf, &[("cpu", "1", None)], None, Value::Null),
-        namespace(&ns, Some("eval-queue")),
+        namespace(&ns, Some("eval-queue"), &[]),
         local_queue(&ns, "eval-queue", &cq),
     ]);
 
@@ -274,7 +236,7 @@ fn kueue_admits_what_eval_admission_queued_and_holds_what_does_not_fit() {
     let (big, benchmarks) = (format!("big-{s}"), format!("benchmarks-{s}"));
     cluster.apply(&[
         cluster_queue(&big, &rf, &[("cpu", "100", None), ("memory", "100Gi", None)], None, Value::Null),
-        namespace(&benchmarks, Some("aiperf-queue")),
+        namespace(&benchmarks, Some("aiperf-queue"), &[]),
         local_queue(&benchmarks, "aiperf-queue", &big),
     ]);
     let mut jobset: Value =
@@ -351,7 +313,7 @@ fn kueues_defaulting_sees_our_label_because_our_configuration_sorts_first() {
             queue["spec"]["admissionChecksStrategy"] = json!({"admissionChecks": [{"name": check}]});
             queue
         },
-        namespace(&ns, Some("mk-queue")),
+        namespace(&ns, Some("mk-queue"), &[]),
         local_queue(&ns, "mk-queue", &cq),
     ]);
     // Kueue's webhook answers from its cache: wait until it knows the queue.
@@ -681,7 +643,7 @@ fn run_case(cluster: &Cluster, case: &Case, index: usize, classes: &Classes) -> 
     let (mut objects, low_cq, preemptor_cq) = case_objects(case, &s, &rf);
     let ns = format!("model{index}-{s}");
     objects.insert(0, flavor(&rf));
-    objects.push(namespace(&ns, None));
+    objects.push(namespace(&ns, None, &[]));
     objects.push(local_queue(&ns, "low-queue", &low_cq));
     objects.push(local_queue(&ns, "preemptor-queue", &preemptor_cq));
     cluster.apply(&objects);
@@ -843,7 +805,7 @@ fn only_kueue_may_unsuspend_a_queued_evaluation() {
         flavor(&rf),
         cluster_queue(&open, &rf, &[("cpu", "1", None)], None, Value::Null),
         cluster_queue(&spare, &rf, &[("cpu", "1", None)], None, Value::Null),
-        namespace(&ns, None),
+        namespace(&ns, None, &[]),
         local_queue(&ns, "open", &open),
         local_queue(&ns, "spare", &spare),
     ]);
@@ -1031,7 +993,7 @@ fn the_real_kueue_confirms_the_judge() {
         cluster,
         &mut judge,
         "(J1) the ClusterQueue's namespaceSelector does not select the namespace",
-        vec![flavor(&rf), namespace(&ns, None), selective, local_queue(&ns, "q", &cq)],
+        vec![flavor(&rf), namespace(&ns, None, &[]), selective, local_queue(&ns, "q", &cq)],
         &ns,
         job(&ns, "low", "1", "q", &[(PRIORITY_LABEL, &low_class)]),
         None,
@@ -1047,7 +1009,7 @@ fn the_real_kueue_confirms_the_judge() {
         "(J2) withinClusterQueue LowerPriority; the preemptor names PriorityClass system-cluster-critical",
         vec![
             flavor(&rf),
-            namespace(&ns, None),
+            namespace(&ns, None, &[]),
             cluster_queue(&cq, &rf, &[("cpu", "1", None)], None, json!({"withinClusterQueue": "LowerPriority"})),
             local_queue(&ns, "q", &cq),
         ],
@@ -1071,7 +1033,7 @@ fn the_real_kueue_confirms_the_judge() {
         vec![
             pool_flavor(&a),
             pool_flavor(&b),
-            namespace(&ns, None),
+            namespace(&ns, None, &[]),
             cluster_queue(&borrower, &a, &[("cpu", "0", None)], Some(&root), Value::Null),
             cluster_queue(&lender, &a, &[("cpu", "1", None)], Some(&root), Value::Null),
             cluster_queue(&reclaimer, &b, &[("cpu", "1", None)], Some(&root), json!({"reclaimWithinCohort": "Any"})),
@@ -1095,7 +1057,7 @@ fn the_real_kueue_confirms_the_judge() {
         "(J4) cohort: low's queue (cpu 1, may borrow) beside a reclaimer (Any) with lendingLimit 0",
         vec![
             flavor(&rf),
-            namespace(&ns, None),
+            namespace(&ns, None, &[]),
             cluster_queue(&own, &rf, &[("cpu", "1", None)], Some(&root), Value::Null),
             no_lending,
             local_queue(&ns, "q", &own),

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod control_plane;
+pub mod kueue_objects;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
