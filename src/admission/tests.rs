@@ -373,5 +373,13 @@ mod policy_config {
         let again = mutate(&drop, &state, &request(&patched));
         assert!(again.patch.0.is_empty(), "idempotent");
         assert_eq!(again.reason, Reason::AlreadyQueued, "nothing left to drop");
+        let mut queued = job.clone();
+        queued["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("eval-queue");
+        queued["spec"]["suspend"] = json!(true);
+        assert_eq!(
+            mutate(&drop, &state, &request(&queued)).reason,
+            Reason::Queued,
+            "queued already, but the class goes"
+        );
     }
 }
