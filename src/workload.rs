@@ -81,6 +81,7 @@ impl fmt::Display for WorkloadKind {
 
 /// A Job or JobSet, pruned to what the rules read.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Workload {
     #[serde(default)]
     pub metadata: Metadata,
@@ -91,6 +92,7 @@ pub struct Workload {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(remote = "Self")]
 pub struct Metadata {
     #[serde(default)]
     pub name: Option<String>,
@@ -111,6 +113,7 @@ pub struct Metadata {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(remote = "Self")]
 pub struct OwnerReference {
     #[serde(default)]
     pub api_version: String,
@@ -118,6 +121,8 @@ pub struct OwnerReference {
     pub kind: String,
     #[serde(default)]
     pub name: String,
+    #[serde(default)]
+    pub uid: String,
     #[serde(default)]
     pub controller: Option<bool>,
 }
@@ -171,6 +176,7 @@ impl<'de> Deserialize<'de> for SelectedAnnotations {
 /// `pod_sets` reports it instead.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(remote = "Self")]
 pub struct Spec {
     #[serde(default)]
     pub suspend: Option<bool>,
@@ -187,6 +193,7 @@ pub struct Spec {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct PodTemplate {
     #[serde(default)]
     pub spec: Option<PodSpec>,
@@ -200,6 +207,7 @@ impl PodTemplate {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(remote = "Self")]
 pub struct PodSpec {
     #[serde(default)]
     pub priority_class_name: Option<String>,
@@ -217,6 +225,7 @@ pub struct PodSpec {
 /// A container or init container, pruned to what Kueue's request totals read.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(remote = "Self")]
 pub struct Container {
     #[serde(default)]
     pub resources: Option<Tolerant<ResourceRequirements>>,
@@ -226,6 +235,7 @@ pub struct Container {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ResourceRequirements {
     #[serde(default)]
     pub requests: Option<ResourceList>,
@@ -237,6 +247,7 @@ pub struct ResourceRequirements {
 pub type ResourceList = Tolerant<BTreeMap<String, Value>>;
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ReplicatedJob {
     #[serde(default)]
     pub name: Option<String>,
@@ -248,12 +259,14 @@ pub struct ReplicatedJob {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct JobTemplate {
     #[serde(default)]
     pub spec: Option<JobTemplateSpec>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct JobTemplateSpec {
     #[serde(default)]
     pub template: Option<PodTemplate>,
@@ -262,6 +275,47 @@ pub struct JobTemplateSpec {
     #[serde(default)]
     pub completions: Option<Value>,
 }
+
+/// Gives each type a `Deserialize` that takes only a JSON object. serde's
+/// derived struct decoders also take an array, read field by field in order,
+/// which the API server never sends where an object belongs (`"spec": []`),
+/// and a patch written against it would not apply. Each type derives its
+/// decoder as an inherent `deserialize` (`#[serde(remote = "Self")]`), and
+/// this impl hands it only a map; anything else fails the decode (400).
+macro_rules! decoded_from_objects_only {
+    ($($type:ty),* $(,)?) => {$(
+        impl<'de> serde::Deserialize<'de> for $type {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct ObjectVisitor;
+                impl<'de> serde::de::Visitor<'de> for ObjectVisitor {
+                    type Value = $type;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("a JSON object")
+                    }
+                    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<$type, A::Error> {
+                        <$type>::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    }
+                }
+                deserializer.deserialize_map(ObjectVisitor)
+            }
+        }
+    )*};
+}
+pub(crate) use decoded_from_objects_only;
+
+decoded_from_objects_only!(
+    Workload,
+    Metadata,
+    OwnerReference,
+    Spec,
+    PodTemplate,
+    PodSpec,
+    Container,
+    ResourceRequirements,
+    ReplicatedJob,
+    JobTemplate,
+    JobTemplateSpec,
+);
 
 /// A JSON object decoded as `T`, or what was found instead of an object.
 /// Decoding never fails on the wrong JSON type (only on `T`'s own fields, which

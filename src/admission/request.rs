@@ -31,6 +31,7 @@ impl Operation {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct GroupVersionKind {
     #[serde(default)]
     pub group: String,
@@ -41,6 +42,7 @@ pub struct GroupVersionKind {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct UserInfo {
     #[serde(default)]
     pub username: String,
@@ -48,7 +50,7 @@ pub struct UserInfo {
 
 /// The fields of `request` the webhook reads.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct Request {
     pub uid: String,
     pub kind: GroupVersionKind,
@@ -96,7 +98,7 @@ struct Review<R> {
 /// The request without its objects: used only when the full decode failed, to
 /// tell a kind we do not handle (answered "allowed") from a broken review (400).
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 struct RequestHead {
     uid: String,
     kind: GroupVersionKind,
@@ -115,11 +117,16 @@ struct RequestHead {
     old_object: Option<IgnoredAny>,
 }
 
+crate::workload::decoded_from_objects_only!(GroupVersionKind, UserInfo, Request, RequestHead);
+
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 
 /// Decodes an AdmissionReview body. Errors are [`BadReview`] with a reason
 /// a person can read in the API server's log.
 pub fn decode(body: &[u8]) -> Result<Request, BadReview> {
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(BadReview("not an AdmissionReview: the body is not a JSON object".into()));
+    }
     match serde_json::from_slice::<Review<Request>>(body) {
         Ok(review) => unwrap_review(review),
         Err(full_error) => {
@@ -201,6 +208,40 @@ mod tests {
         for (body, expected) in cases {
             let error = decode(body).unwrap_err().to_string();
             assert!(error.contains(expected), "{error:?} should mention {expected:?}");
+        }
+    }
+
+    /// serde's derived decoders read an array as a struct's fields in order;
+    /// the API server never sends one where an object belongs, and a patch
+    /// written against it would not apply.
+    #[test]
+    fn arrays_where_objects_belong_are_bad_requests() {
+        let job = |object: &str| {
+            format!(
+                r#"{{"request":{{"uid":"u","kind":{{"group":"batch","version":"v1","kind":"Job"}},"operation":"CREATE","namespace":"n","object":{object}}}}}"#
+            )
+        };
+        assert!(decode(job(r#"{"metadata":{"name":"j"},"spec":{"suspend":true}}"#).as_bytes()).is_ok());
+        let cases: [(String, &str); 9] = [
+            (job(r#"{"metadata":{"name":"j"},"spec":[]}"#), "Job object does not decode"),
+            (job(r#"{"metadata":["j"]}"#), "Job object does not decode"),
+            (job(r#"[{"name":"j"}]"#), "Job object does not decode"),
+            (job(r#"{"metadata":{"ownerReferences":[["batch/v1","Job","x",true]]}}"#), "Job object does not decode"),
+            (job(r#"{"spec":{"template":[{"spec":{}}]}}"#), "Job object does not decode"),
+            (job(r#"{"spec":{"template":{"spec":[]}}}"#), "Job object does not decode"),
+            (
+                r#"{"request":["u",{"group":"batch","kind":"Job"},null,null,"n","CREATE"]}"#.into(),
+                "not an AdmissionReview",
+            ),
+            (
+                r#"{"request":{"uid":"u","kind":["batch","v1","Job"],"operation":"CREATE"}}"#.into(),
+                "not an AdmissionReview",
+            ),
+            (r#"[{"request":{"uid":"u"}}]"#.into(), "not a JSON object"),
+        ];
+        for (body, expected) in cases {
+            let error = decode(body.as_bytes()).unwrap_err().to_string();
+            assert!(error.contains(expected), "{body}: {error:?} should mention {expected:?}");
         }
     }
 }
