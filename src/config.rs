@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use crate::error::Error;
 use crate::rules::{Enforcement, Reason};
-use crate::workload::{EVALUATION_LABEL, Workload, WorkloadKind};
+use crate::workload::{EVALUATION_LABEL, OwnerReference, Workload, WorkloadKind};
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -157,25 +157,32 @@ fn aiperf_submitters() -> Submitters {
     }
 }
 
-/// The kinds Kueue's integrations admit as a whole (Kueue skips Jobs they own).
+/// The kinds Kueue's integrations admit as a whole (Kueue skips Jobs they own):
+/// the default of `kueueManagedOwners`, and the owner kinds a state file may list.
+pub const DEFAULT_MANAGED_OWNERS: [(&str, &str); 12] = [
+    ("jobset.x-k8s.io", "JobSet"),
+    ("kubeflow.org", "MPIJob"),
+    ("kubeflow.org", "PyTorchJob"),
+    ("kubeflow.org", "TFJob"),
+    ("kubeflow.org", "XGBoostJob"),
+    ("kubeflow.org", "PaddleJob"),
+    ("kubeflow.org", "JAXJob"),
+    ("trainer.kubeflow.org", "TrainJob"),
+    ("ray.io", "RayJob"),
+    ("ray.io", "RayCluster"),
+    ("workload.codeflare.dev", "AppWrapper"),
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
+];
+
 fn default_managed_owners() -> Vec<OwnerKind> {
-    [
-        ("jobset.x-k8s.io", "JobSet"),
-        ("kubeflow.org", "MPIJob"),
-        ("kubeflow.org", "PyTorchJob"),
-        ("kubeflow.org", "TFJob"),
-        ("kubeflow.org", "XGBoostJob"),
-        ("kubeflow.org", "PaddleJob"),
-        ("kubeflow.org", "JAXJob"),
-        ("trainer.kubeflow.org", "TrainJob"),
-        ("ray.io", "RayJob"),
-        ("ray.io", "RayCluster"),
-        ("workload.codeflare.dev", "AppWrapper"),
-        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
-    ]
-    .into_iter()
-    .map(|(api_group, kind)| OwnerKind { api_group: api_group.into(), kind: kind.into() })
-    .collect()
+    DEFAULT_MANAGED_OWNERS
+        .into_iter()
+        .map(|(api_group, kind)| OwnerKind { api_group: api_group.into(), kind: kind.into() })
+        .collect()
+}
+
+pub fn is_default_managed_owner(api_group: &str, kind: &str) -> bool {
+    DEFAULT_MANAGED_OWNERS.contains(&(api_group, kind))
 }
 
 impl Config {
@@ -246,9 +253,10 @@ impl Config {
             .unwrap_or(Enforcement::Deny)
     }
 
-    /// Whether a controller owner makes Kueue treat the owner, not this object, as the workload.
-    pub fn owned_by_managed_kind(&self, workload: &Workload) -> bool {
-        controlled_by(workload, &self.kueue_managed_owners)
+    /// The controller ownerReference that, if it is true, makes Kueue treat the
+    /// owner, not this object, as the workload (`rules::ownership` checks it is true).
+    pub fn managed_controller_owner<'w>(&self, workload: &'w Workload) -> Option<&'w OwnerReference> {
+        workload.controller_owner().filter(|owner| is_one_of(owner, &self.kueue_managed_owners))
     }
 
     pub fn is_kueue_controller(&self, username: &str) -> bool {
@@ -280,9 +288,11 @@ impl Selected<'_> {
 }
 
 fn controlled_by(workload: &Workload, kinds: &[OwnerKind]) -> bool {
-    workload
-        .controller_owner()
-        .is_some_and(|owner| kinds.iter().any(|kind| kind.api_group == owner.api_group() && kind.kind == owner.kind))
+    workload.controller_owner().is_some_and(|owner| is_one_of(owner, kinds))
+}
+
+fn is_one_of(owner: &OwnerReference, kinds: &[OwnerKind]) -> bool {
+    kinds.iter().any(|kind| kind.api_group == owner.api_group() && kind.kind == owner.kind)
 }
 
 #[cfg(test)]

@@ -121,6 +121,19 @@ mod mutating {
         let mut owned = evalhub_job_value("team-a-namespace", &[], None);
         owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "1", "controller": true}]);
         let decision = mutate(&config, &state, &decode(&create_review(&owned)).unwrap());
+        assert_eq!((decision.reason, decision.allowed), (Reason::UnverifiedOwner, false), "no JobSet 'js' in the view");
+        assert!(decision.unconfirmed.is_some(), "the server looks the owner up before it refuses");
+        let mut with_owner = state.clone();
+        with_owner.apply(crate::cluster::ClusterObject::Owner {
+            key: crate::cluster::OwnerKey {
+                api_group: "jobset.x-k8s.io".into(),
+                kind: "JobSet".into(),
+                namespace: "team-a-namespace".into(),
+                name: "js".into(),
+            },
+            uid: "1".into(),
+        });
+        let decision = mutate(&config, &with_owner, &decode(&create_review(&owned)).unwrap());
         assert_eq!(decision.reason, Reason::OwnedByKueueWorkload);
 
         let all = Config::parse("selection: {allWorkloads: true}").unwrap();

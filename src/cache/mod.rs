@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject};
 
-use crate::cluster::{ClusterState, ObjectCounts, objects};
+use crate::cluster::{ClusterObject, ClusterState, ObjectCounts, OwnerKey, objects};
 use crate::rules::Absent;
 
 /// A live lookup that could not say whether an object exists.
@@ -37,6 +37,8 @@ pub struct ClusterCache {
 struct LiveLookup {
     client: kube::Client,
     kueue_resources: Mutex<HashMap<&'static str, ApiResource>>,
+    /// Owner kinds as discovery last found them served, by (group, kind).
+    owner_resources: Mutex<HashMap<(String, String), ApiResource>>,
 }
 
 impl ClusterCache {
@@ -50,7 +52,11 @@ impl ClusterCache {
         Self {
             state: RwLock::new(ClusterState::default()),
             pending: Mutex::new(initial_pending.iter().copied().collect()),
-            live: Some(LiveLookup { client, kueue_resources: Mutex::new(HashMap::new()) }),
+            live: Some(LiveLookup {
+                client,
+                kueue_resources: Mutex::new(HashMap::new()),
+                owner_resources: Mutex::new(HashMap::new()),
+            }),
         }
     }
 
@@ -66,6 +72,13 @@ impl ClusterCache {
 
     pub fn is_synced(&self) -> bool {
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+
+    /// The kinds whose first list has not completed, sorted: what readiness waits for.
+    pub fn pending_kinds(&self) -> Vec<&'static str> {
+        let mut pending: Vec<_> = self.pending.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect();
+        pending.sort_unstable();
+        pending
     }
 
     pub fn set_pending(&self, kind: &'static str) {
@@ -84,6 +97,18 @@ impl ClusterCache {
     pub(crate) fn set_kueue_resource(&self, kind: &'static str, resource: ApiResource) {
         if let Some(live) = &self.live {
             live.kueue_resources.lock().unwrap_or_else(|p| p.into_inner()).insert(kind, resource);
+        }
+    }
+
+    /// Records (or, with `None`, forgets) the resource an owner kind is served as.
+    pub(crate) fn set_owner_resource(&self, api_group: &str, kind: &str, resource: Option<ApiResource>) {
+        if let Some(live) = &self.live {
+            let mut resources = live.owner_resources.lock().unwrap_or_else(|p| p.into_inner());
+            let key = (api_group.to_string(), kind.to_string());
+            match resource {
+                Some(resource) => resources.insert(key, resource),
+                None => resources.remove(&key),
+            };
         }
     }
 
@@ -106,6 +131,7 @@ impl ClusterCache {
     ) -> Result<bool, LookupError> {
         let Some(live) = &self.live else { return Ok(false) };
         let (kind, name) = match absent {
+            Absent::Owner(claimed) => return self.confirm_owner(live, &claimed.owner, &claimed.uid, timeout).await,
             Absent::LocalQueue(name) => ("LocalQueue", name),
             Absent::ClusterQueue(name) => ("ClusterQueue", name),
             Absent::WorkloadPriorityClass(name) => ("WorkloadPriorityClass", name),
@@ -143,5 +169,59 @@ impl ClusterCache {
             }
             _ => Ok(false),
         }
+    }
+
+    /// Looks up the owner a workload's reference names (its metadata only).
+    /// `Ok(true)` only when it exists with the uid the reference names; what is
+    /// found joins the view either way. A kind the API server does not serve
+    /// has no objects: `Ok(false)`.
+    async fn confirm_owner(
+        &self,
+        live: &LiveLookup,
+        owner: &OwnerKey,
+        uid: &str,
+        timeout: Duration,
+    ) -> Result<bool, LookupError> {
+        let what = || format!("confirming {} {}/{}", owner.kind, owner.namespace, owner.name);
+        let lookup = async {
+            let known = live
+                .owner_resources
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&(owner.api_group.clone(), owner.kind.clone()))
+                .cloned();
+            let resource = match known {
+                Some(resource) => resource,
+                None => match served_resource(&live.client, &owner.api_group, &owner.kind).await? {
+                    Some(resource) => resource,
+                    None => return Ok(None),
+                },
+            };
+            let api: Api<DynamicObject> = Api::namespaced_with(live.client.clone(), &owner.namespace, &resource);
+            api.get_metadata_opt(&owner.name).await
+        };
+        let found = tokio::time::timeout(timeout, lookup)
+            .await
+            .map_err(|_| LookupError::Timeout(what()))?
+            .map_err(|source| LookupError::Api { what: what(), source })?;
+        let Some(found_uid) = found.and_then(|meta| meta.metadata.uid) else { return Ok(false) };
+        let matches = found_uid == uid;
+        self.update(|state| state.apply(ClusterObject::Owner { key: owner.clone(), uid: found_uid }));
+        Ok(matches)
+    }
+}
+
+/// The resource `kind` of `api_group` is served as, in the group's preferred
+/// version; `None` when the API server does not serve it.
+pub(crate) async fn served_resource(
+    client: &kube::Client,
+    api_group: &str,
+    kind: &str,
+) -> Result<Option<ApiResource>, kube::Error> {
+    match kube::discovery::group(client, api_group).await {
+        Ok(group) => Ok(group.recommended_kind(kind).map(|(resource, _)| resource)),
+        Err(kube::Error::Discovery(_)) => Ok(None),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(error) => Err(error),
     }
 }

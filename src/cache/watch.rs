@@ -17,11 +17,13 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 use super::ClusterCache;
+use crate::cluster::OwnerKey;
 use crate::cluster::kueue_config::KueueConfig;
 use crate::cluster::objects::{self, ClusterObject, KUEUE_GROUP, LOCAL_QUEUE_CRD, NamespaceInfo};
+use crate::config::OwnerKind;
 use crate::workload::DEFAULT_QUEUE_ANNOTATION;
 
 /// Kinds whose first list must complete before the view is synced.
@@ -44,16 +46,48 @@ pub struct KueueConfigMap {
     pub name: String,
 }
 
-/// Starts the watchers; they run until the runtime stops.
-pub fn start(client: kube::Client, cache: Arc<ClusterCache>, kueue_config: KueueConfigMap) -> JoinHandle<()> {
+/// How often the owner kinds' APIs are discovered again (a CRD installed or removed).
+const OWNER_DISCOVERY_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Watch tasks running now, for the metrics (and the test that CRD churn leaks none).
+static RUNNING_WATCHERS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+pub fn running_watchers() -> i64 {
+    RUNNING_WATCHERS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts a watch task while it lives (aborted tasks drop it too).
+struct Running;
+
+impl Running {
+    fn start() -> Self {
+        RUNNING_WATCHERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING_WATCHERS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Starts the watchers; they run until the runtime stops. Every task is owned
+/// by a [`JoinSet`] of the task that started it, so aborting a parent aborts
+/// everything under it.
+pub fn start(
+    client: kube::Client,
+    cache: Arc<ClusterCache>,
+    kueue_config: KueueConfigMap,
+    owner_kinds: Vec<OwnerKind>,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let namespaces = tokio::spawn(watch_namespaces(client.clone(), cache.clone()));
-        let priority_classes = tokio::spawn(watch_priority_classes(client.clone(), cache.clone()));
-        let configuration = tokio::spawn(watch_kueue_config(client.clone(), cache.clone(), kueue_config));
+        let mut tasks = JoinSet::new();
+        tasks.spawn(watch_namespaces(client.clone(), cache.clone()));
+        tasks.spawn(watch_priority_classes(client.clone(), cache.clone()));
+        tasks.spawn(watch_kueue_config(client.clone(), cache.clone(), kueue_config));
+        tasks.spawn(watch_owners(client.clone(), cache.clone(), owner_kinds));
         watch_kueue_crd(client, cache).await;
-        namespaces.abort();
-        priority_classes.abort();
-        configuration.abort();
     })
 }
 
@@ -61,6 +95,7 @@ pub fn start(client: kube::Client, cache: Arc<ClusterCache>, kueue_config: Kueue
 /// unreadable Configuration keeps the last good one and says so; a missing
 /// ConfigMap means the release's manifests' defaults.
 async fn watch_kueue_config(client: kube::Client, cache: Arc<ClusterCache>, source: KueueConfigMap) {
+    let _running = Running::start();
     let api: Api<ConfigMap> = Api::namespaced(client, &source.namespace);
     let config = watcher::Config::default().fields(&format!("metadata.name={}", source.name));
     let stream = watcher::watcher(api, config).default_backoff();
@@ -126,6 +161,7 @@ async fn follow<K, S>(
 }
 
 async fn watch_namespaces(client: kube::Client, cache: Arc<ClusterCache>) {
+    let _running = Running::start();
     let api: Api<PartialObjectMeta<Namespace>> = Api::all(client);
     let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
     let prune = |object: PartialObjectMeta<Namespace>| {
@@ -137,6 +173,7 @@ async fn watch_namespaces(client: kube::Client, cache: Arc<ClusterCache>) {
 }
 
 async fn watch_priority_classes(client: kube::Client, cache: Arc<ClusterCache>) {
+    let _running = Running::start();
     let api: Api<PriorityClass> = Api::all(client);
     let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
     let prune = |object: PriorityClass| {
@@ -153,6 +190,7 @@ async fn watch_priority_classes(client: kube::Client, cache: Arc<ClusterCache>) 
 
 /// Follows the LocalQueue CRD and runs the Kueue watchers while it exists.
 async fn watch_kueue_crd(client: kube::Client, cache: Arc<ClusterCache>) {
+    let _running = Running::start();
     let api: Api<PartialObjectMeta<CustomResourceDefinition>> = Api::all(client.clone());
     let config = watcher::Config::default().fields(&format!("metadata.name={LOCAL_QUEUE_CRD}"));
     let stream = watcher::watcher(api, config).default_backoff();
@@ -202,6 +240,7 @@ fn stop_kueue(cache: &ClusterCache, running: Option<JoinHandle<()>>) {
 /// Discovers the served Kueue versions (retrying while a new CRD is being
 /// established), then watches each Kueue kind.
 async fn watch_kueue(client: kube::Client, cache: Arc<ClusterCache>) {
+    let _running = Running::start();
     let mut delay = Duration::from_millis(200);
     let served = loop {
         match served_kueue_resources(&client).await {
@@ -212,21 +251,23 @@ async fn watch_kueue(client: kube::Client, cache: Arc<ClusterCache>) {
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(10));
     };
-    let mut tasks = Vec::new();
+    // Dropped with this task when the Kueue CRDs go: every per-kind watcher stops with it.
+    let mut tasks = JoinSet::new();
     for (kind, _) in KUEUE_KINDS {
         match served.iter().find(|(served_kind, _)| *served_kind == kind) {
             Some((_, resource)) => {
                 cache.set_kueue_resource(kind, resource.clone());
-                tasks.push(tokio::spawn(watch_kueue_kind(client.clone(), cache.clone(), kind, resource.clone())));
+                tasks.spawn(watch_kueue_kind(client.clone(), cache.clone(), kind, resource.clone()));
             }
             // An older Kueue without Cohort objects: nothing to wait for.
             None => cache.set_synced(kind),
         }
     }
-    futures::future::join_all(tasks).await;
+    while tasks.join_next().await.is_some() {}
 }
 
 async fn watch_kueue_kind(client: kube::Client, cache: Arc<ClusterCache>, kind: &'static str, resource: ApiResource) {
+    let _running = Running::start();
     let api: Api<DynamicObject> = Api::all_with(client, &resource);
     let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
     let api_version = resource.api_version.clone();
@@ -241,6 +282,86 @@ async fn watch_kueue_kind(client: kube::Client, cache: Arc<ClusterCache>, kind: 
         }
     };
     follow(kind, stream, cache, prune, |object| (object.namespace().unwrap_or_default(), object.name_any())).await;
+}
+
+/// Keeps the identities (namespace, name, uid) of the owner kinds Kueue admits
+/// as a unit, for the ownership rule: one metadata watch per kind the API
+/// server serves, found by discovery now and every [`OWNER_DISCOVERY_INTERVAL`].
+/// Not needed for readiness: a miss is confirmed by a live lookup.
+async fn watch_owners(client: kube::Client, cache: Arc<ClusterCache>, kinds: Vec<OwnerKind>) {
+    let _running = Running::start();
+    let mut watchers: JoinSet<()> = JoinSet::new();
+    let mut running: std::collections::HashMap<(String, String), (ApiResource, tokio::task::AbortHandle)> =
+        std::collections::HashMap::new();
+    loop {
+        for owner in &kinds {
+            let key = (owner.api_group.clone(), owner.kind.clone());
+            let served = match super::served_resource(&client, &owner.api_group, &owner.kind).await {
+                Ok(served) => served,
+                Err(error) => {
+                    tracing::debug!(kind = %owner.kind, %error, "owner discovery failed; keeping what runs");
+                    continue;
+                }
+            };
+            let current = running.get(&key).map(|(resource, _)| resource.api_version.clone());
+            if served.as_ref().map(|resource| resource.api_version.clone()) == current {
+                continue;
+            }
+            if let Some((_, handle)) = running.remove(&key) {
+                handle.abort();
+                cache.update(|state| state.clear_owners(&owner.api_group, &owner.kind));
+            }
+            cache.set_owner_resource(&owner.api_group, &owner.kind, served.clone());
+            if let Some(resource) = served {
+                tracing::info!(kind = %owner.kind, version = %resource.api_version, "watching owners of a Kueue-managed kind");
+                let handle =
+                    watchers.spawn(watch_owner_kind(client.clone(), cache.clone(), owner.clone(), resource.clone()));
+                running.insert(key, (resource, handle));
+            }
+        }
+        while watchers.try_join_next().is_some() {}
+        tokio::time::sleep(OWNER_DISCOVERY_INTERVAL).await;
+    }
+}
+
+async fn watch_owner_kind(client: kube::Client, cache: Arc<ClusterCache>, owner: OwnerKind, resource: ApiResource) {
+    let _running = Running::start();
+    let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client, &resource);
+    let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    futures::pin_mut!(stream);
+    let key_of = |object: &PartialObjectMeta<DynamicObject>| OwnerKey {
+        api_group: owner.api_group.clone(),
+        kind: owner.kind.clone(),
+        namespace: object.namespace().unwrap_or_default(),
+        name: object.name_any(),
+    };
+    let mut relist: Option<Vec<(OwnerKey, String)>> = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(Event::Init) => relist = Some(Vec::new()),
+            Ok(Event::InitApply(object)) => {
+                if let (Some(listed), Some(uid)) = (relist.as_mut(), object.uid()) {
+                    listed.push((key_of(&object), uid));
+                }
+            }
+            Ok(Event::InitDone) => {
+                let listed = relist.take().unwrap_or_default();
+                cache.update(|state| {
+                    state.clear_owners(&owner.api_group, &owner.kind);
+                    for (key, uid) in listed {
+                        state.apply(ClusterObject::Owner { key, uid });
+                    }
+                });
+            }
+            Ok(Event::Apply(object)) => {
+                if let Some(uid) = object.uid() {
+                    cache.update(|state| state.apply(ClusterObject::Owner { key: key_of(&object), uid }));
+                }
+            }
+            Ok(Event::Delete(object)) => cache.update(|state| state.remove_owner(&key_of(&object))),
+            Err(error) => tracing::warn!(kind = %owner.kind, %error, "owner watch failed; retrying with backoff"),
+        }
+    }
 }
 
 /// For each Kueue kind, the newest version the API server serves.

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use kueue_config::KueueConfig;
 
 pub use objects::{
-    ClusterObject, ClusterQueue, Cohort, LocalQueue, NamespaceInfo, NamespaceSelector, PriorityClass,
+    ClusterObject, ClusterQueue, Cohort, LocalQueue, NamespaceInfo, NamespaceSelector, OwnerKey, PriorityClass,
     ReclaimWithinCohort, ResourceFlavor, ResourceGroup, StopPolicy, WithinClusterQueue,
 };
 
@@ -42,6 +42,8 @@ pub trait ClusterView {
     fn priority_class(&self, name: &str) -> Option<&PriorityClass>;
     fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_>;
     fn kueue_config(&self) -> &KueueConfig;
+    /// The uid of an owner of a Kueue-managed kind, when the view holds it.
+    fn owner_uid(&self, owner: &OwnerKey) -> Option<&str>;
     /// Whether the ClusterQueue's namespaceSelector selects some namespace Kueue
     /// manages: where a user could put a LocalQueue pointing at it.
     fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool;
@@ -83,6 +85,9 @@ pub struct ClusterState {
     /// Kueue's Configuration: from its ConfigMap, else what the release's
     /// manifests install (the ConfigMap a standard install mounts).
     kueue_config: KueueConfig,
+    /// Owners of Kueue-managed kinds (JobSets, ...): who they are, nothing else.
+    /// Changes here derive nothing, so they keep what is derived.
+    owners: HashMap<OwnerKey, String>,
     /// Derived on first use after a change (per ClusterQueue, not per review):
     /// which ClusterQueues select a managed namespace.
     reachable: OnceLock<HashMap<String, bool>>,
@@ -110,6 +115,7 @@ impl Default for ClusterState {
             workload_priority_classes: BTreeMap::new(),
             priority_classes: BTreeMap::new(),
             kueue_config: KueueConfig::release_manifest(),
+            owners: HashMap::new(),
             reachable: OnceLock::new(),
             potentials: OnceLock::new(),
             roots: OnceLock::new(),
@@ -127,8 +133,14 @@ impl ClusterState {
 
     /// Adds or replaces one object.
     pub fn apply(&mut self, object: ClusterObject) {
-        self.forget_derived();
+        // Nothing is derived from owners: they keep what is.
+        if !matches!(object, ClusterObject::Owner { .. }) {
+            self.forget_derived();
+        }
         match object {
+            ClusterObject::Owner { key, uid } => {
+                self.owners.insert(key, uid);
+            }
             ClusterObject::Namespace { name, info } => {
                 self.namespaces.insert(name, info);
             }
@@ -224,6 +236,19 @@ impl ClusterState {
         }
     }
 
+    pub fn remove_owner(&mut self, key: &OwnerKey) {
+        self.owners.remove(key);
+    }
+
+    /// Drops the owners of one kind: its watch relisted, or its API is gone.
+    pub fn clear_owners(&mut self, api_group: &str, kind: &str) {
+        self.owners.retain(|key, _| key.api_group != api_group || key.kind != kind);
+    }
+
+    pub fn owner_count(&self) -> usize {
+        self.owners.len()
+    }
+
     /// Drops every Kueue object: used when the Kueue CRDs disappear.
     pub fn clear_kueue(&mut self) {
         self.forget_derived();
@@ -253,6 +278,10 @@ impl ClusterState {
 impl ClusterView for ClusterState {
     fn kueue_installed(&self) -> bool {
         self.kueue_installed
+    }
+
+    fn owner_uid(&self, owner: &OwnerKey) -> Option<&str> {
+        self.owners.get(owner).map(String::as_str)
     }
 
     fn namespace(&self, name: &str) -> Option<&NamespaceInfo> {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use super::kueue_config::KueueConfig;
@@ -273,6 +274,21 @@ pub enum ClusterObject {
     KueueConfiguration {
         config: Box<KueueConfig>,
     },
+    /// An object of a kind Kueue admits as a unit (a JobSet, ...): only who it is.
+    Owner {
+        key: OwnerKey,
+        uid: String,
+    },
+}
+
+/// Who an owner of a Kueue-managed kind is: what a Job's ownerReference must
+/// match, with its uid, before the Job is left to that owner.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OwnerKey {
+    pub api_group: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
 }
 
 /// Where Kueue keeps its Configuration in a standard install.
@@ -287,6 +303,8 @@ pub const KUEUE_CONFIG_KEY: &str = "controller_manager_config.yaml";
 struct WireMeta {
     #[serde(default)]
     name: Option<String>,
+    #[serde(default)]
+    uid: Option<String>,
     #[serde(default)]
     namespace: Option<String>,
     #[serde(default)]
@@ -563,6 +581,19 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
             ClusterObject::AdmissionCheck { name, active }
         }
         (KUEUE_GROUP, _) => ClusterObject::OtherKueueObject,
+        (group, kind) if crate::config::is_default_managed_owner(group, kind) => {
+            let wire: WireObject<IgnoredAny> = serde_json::from_value(object).map_err(bad)?;
+            let name = named(&wire.metadata)?;
+            let namespace = wire.metadata.namespace.clone().filter(|ns| !ns.is_empty());
+            let namespace =
+                namespace.ok_or_else(|| DecodeError(format!("{kind} {name} without metadata.namespace")))?;
+            let uid = wire.metadata.uid.clone().filter(|uid| !uid.is_empty());
+            let uid = uid.ok_or_else(|| DecodeError(format!("{kind} {name} without metadata.uid")))?;
+            ClusterObject::Owner {
+                key: OwnerKey { api_group: group.to_string(), kind: kind.to_string(), namespace, name },
+                uid,
+            }
+        }
         ("scheduling.k8s.io", "PriorityClass") => {
             let wire: WireValueObject = serde_json::from_value(object).map_err(bad)?;
             let name = named(&wire.metadata)?;

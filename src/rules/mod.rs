@@ -9,6 +9,7 @@
 
 pub mod admissibility;
 pub mod exposure;
+pub mod ownership;
 pub mod priority;
 pub mod queue;
 pub mod suspend;
@@ -21,6 +22,7 @@ use serde::Deserialize;
 use crate::cluster::ClusterView;
 use crate::config::{Config, Selected, Setting};
 use crate::workload::{QUEUE_NAME_LABEL, Workload};
+use ownership::Ownership;
 
 /// Why a review ended as it did: the `reason` metric label, the audit annotation,
 /// and the log field. Stable strings: dashboards and alerts key on them.
@@ -59,6 +61,7 @@ pub enum Reason {
     QueueLabelRemoved,
     QueueChangedWhileRunning,
     UnsuspendNotAllowed,
+    UnverifiedOwner,
 }
 
 impl Reason {
@@ -94,13 +97,14 @@ impl Reason {
             Self::QueueLabelRemoved => "queue-label-removed",
             Self::QueueChangedWhileRunning => "queue-changed-while-running",
             Self::UnsuspendNotAllowed => "unsuspend-not-allowed",
+            Self::UnverifiedOwner => "unverified-owner",
         }
     }
 }
 
 impl Reason {
     /// Every reason, in declaration order.
-    pub const ALL: [Reason; 30] = [
+    pub const ALL: [Reason; 31] = [
         Self::NotAWorkload,
         Self::Subresource,
         Self::OperationNotReviewed,
@@ -131,6 +135,7 @@ impl Reason {
         Self::QueueLabelRemoved,
         Self::QueueChangedWhileRunning,
         Self::UnsuspendNotAllowed,
+        Self::UnverifiedOwner,
     ];
 
     /// The reason whose label is `label`.
@@ -182,6 +187,7 @@ impl Reason {
                     | Self::QueueLabelRemoved
                     | Self::QueueChangedWhileRunning
                     | Self::UnsuspendNotAllowed
+                    | Self::UnverifiedOwner
             )
     }
 }
@@ -289,6 +295,15 @@ pub enum Absent {
     PriorityClass(String),
     ResourceFlavor(String),
     AdmissionCheck(String),
+    /// An owner a workload's controller reference names, with the uid it names.
+    Owner(Box<ClaimedOwner>),
+}
+
+/// Who a controller ownerReference says owns a workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedOwner {
+    pub owner: crate::cluster::OwnerKey,
+    pub uid: String,
 }
 
 /// Who the rules are talking about in messages: `Job team-a/eval-1`.
@@ -348,22 +363,36 @@ impl Shape {
     }
 }
 
-/// Whether the policy applies to a workload at all; `Err` is why not. On UPDATE
-/// the old object's labels count too, so dropping the selecting label does not
-/// slip past the guards.
-fn in_scope<'c>(config: &'c Config, subject: Subject<'_>, old: Option<&Workload>) -> Result<Selected<'c>, Reason> {
+/// Whether the policy applies to a workload at all; `Err` is the verdict
+/// when not: skipped, or, for a new evaluation whose owner is not what its
+/// reference says, refused. On UPDATE the old object's labels count too, so
+/// dropping the selecting label does not slip past the guards, and an owner
+/// counts only if the old object claimed it too.
+fn in_scope<'c>(
+    config: &'c Config,
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    old: Option<&Workload>,
+) -> Result<Selected<'c>, Verdict> {
     let workload = subject.workload;
-    if config.owned_by_managed_kind(workload) {
-        return Err(Reason::OwnedByKueueWorkload);
+    let ownership = ownership::ownership(config, view, subject, old);
+    if ownership == Ownership::LeftToOwner {
+        return Err(Verdict::Skip(Reason::OwnedByKueueWorkload));
     }
     let selected = config
         .evaluation_selector(subject.kind, workload)
         .or_else(|| old.and_then(|old| config.evaluation_selector(subject.kind, old)));
     let Some(selected) = selected else {
-        return Err(Reason::NotAnEvaluation);
+        return Err(Verdict::Skip(Reason::NotAnEvaluation));
     };
     if workload.is_being_deleted() {
-        return Err(Reason::BeingDeleted);
+        return Err(Verdict::Skip(Reason::BeingDeleted));
+    }
+    if let Ownership::Unverified { owner, uid } = ownership
+        && old.is_none()
+    {
+        let denial = ownership::unverified_owner_denial(view, subject, owner, uid);
+        return Err(enforce(config, selected, subject, Verdict::Deny(denial)));
     }
     Ok(selected)
 }
@@ -402,9 +431,9 @@ fn enforce(config: &Config, selected: Selected<'_>, subject: Subject<'_>, verdic
 /// else the namespace's default) and start it suspended, or warn that it
 /// bypasses Kueue.
 pub fn mutate_create(config: &Config, view: &impl ClusterView, subject: Subject<'_>) -> Verdict {
-    let selected = match in_scope(config, subject, None) {
+    let selected = match in_scope(config, view, subject, None) {
         Ok(selected) => selected,
-        Err(reason) => return Verdict::Skip(reason),
+        Err(verdict) => return verdict,
     };
     let (queue_name, source) = match queue::resolve(view, subject) {
         Ok(Some(resolved)) => resolved,
@@ -430,9 +459,9 @@ pub fn mutate_create(config: &Config, view: &impl ClusterView, subject: Subject<
 /// The validating webhook on CREATE: refuse an evaluation Kueue would never
 /// admit or could preempt ([`check_queued`]).
 pub fn validate_create(config: &Config, view: &impl ClusterView, subject: Subject<'_>) -> Verdict {
-    let selected = match in_scope(config, subject, None) {
+    let selected = match in_scope(config, view, subject, None) {
         Ok(selected) => selected,
-        Err(reason) => return Verdict::Skip(reason),
+        Err(verdict) => return verdict,
     };
     enforce(config, selected, subject, Verdict::checked(Reason::Checked, check_queued(view, subject)))
 }
@@ -446,9 +475,9 @@ pub fn validate_update(
     old: &Workload,
     username: &str,
 ) -> Verdict {
-    let selected = match in_scope(config, subject, Some(old)) {
+    let selected = match in_scope(config, view, subject, Some(old)) {
         Ok(selected) => selected,
-        Err(reason) => return Verdict::Skip(reason),
+        Err(verdict) => return verdict,
     };
     let verdict = match update::check_update(config, view, subject, old, username) {
         Ok((warnings, true)) => Verdict::checked(Reason::Checked, Ok(warnings)),

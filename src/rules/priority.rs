@@ -341,6 +341,9 @@ impl ClusterView for WithPriorityClass<'_> {
     fn kueue_installed(&self) -> bool {
         self.view.kueue_installed()
     }
+    fn owner_uid(&self, owner: &crate::cluster::OwnerKey) -> Option<&str> {
+        self.view.owner_uid(owner)
+    }
     fn namespace(&self, name: &str) -> Option<&crate::cluster::NamespaceInfo> {
         self.view.namespace(name)
     }
