@@ -30,18 +30,30 @@ pub fn router(state: AdminState) -> Router {
 
 /// Ready once the cluster view has synced, and no longer once shutdown begins,
 /// so the Service stops routing reviews here before the listener closes.
+///
+/// A view that cannot sync (the Kueue CRDs exist but their API cannot be
+/// discovered or listed) keeps the replica unready for as long as it lasts:
+/// it would otherwise answer from a view without Kueue's objects and refuse
+/// evaluations Kueue would admit. With `failurePolicy: Fail` that holds new
+/// evaluations back, which is the choice Fail makes; the body names what is
+/// waited for, and the log says why.
 async fn readyz(State(admin): State<AdminState>) -> Response {
     if admin.shutdown.is_draining() {
         return text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n");
     }
-    if !admin.cluster.is_synced() {
-        return text(StatusCode::SERVICE_UNAVAILABLE, "cluster view not synced\n");
+    let pending = admin.cluster.pending_kinds();
+    if !pending.is_empty() {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("cluster view not synced: waiting for {}\n", pending.join(", ")),
+        );
     }
     text(StatusCode::OK, "ok\n")
 }
 
 async fn metrics(State(admin): State<AdminState>) -> Response {
     admin.metrics.set_cache(admin.cluster.is_synced(), admin.cluster.counts());
+    admin.metrics.watchers_running.set(crate::cache::watch::running_watchers());
     let mut response = text(StatusCode::OK, admin.metrics.encode());
     response.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,

@@ -1,6 +1,9 @@
 //! `eval-admission serve`: the HTTPS webhook server and its admin port.
 
 pub mod admin;
+pub mod body_budget;
+pub mod connections;
+pub mod duration;
 mod review_error;
 pub mod routes;
 pub mod shutdown;
@@ -9,13 +12,12 @@ pub mod tls;
 pub use review_error::ReviewError;
 
 use std::net::SocketAddr;
+
+use clap::builder::TypedValueParser as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -25,7 +27,9 @@ use crate::cluster::state_file;
 use crate::config::Config;
 use crate::error::Error;
 use crate::telemetry::{LogFormat, Metrics};
-use routes::{AppState, Limits};
+use body_budget::BodyBudget;
+use connections::{ConnectionLimits, Listener};
+use routes::{AppState, LARGE_BODY_POOL_BYTES, Limits, SMALL_BODY_BYTES};
 use shutdown::{Phase, Shutdown};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -33,9 +37,14 @@ pub struct ServeArgs {
     /// HTTPS address for /mutate and /validate.
     #[arg(long, env = "EVAL_ADMISSION_LISTEN", default_value = "0.0.0.0:8443")]
     pub listen: SocketAddr,
-    /// Plain-HTTP address for /livez, /readyz and /metrics.
+    /// Plain-HTTP address for /livez, /readyz and /metrics (the Deployment binds the pod IP).
     #[arg(long, env = "EVAL_ADMISSION_ADMIN_LISTEN", default_value = "0.0.0.0:8080")]
     pub admin_listen: SocketAddr,
+    /// Most HTTPS connections open at once; one more is closed at once. Lowered
+    /// to fit the descriptor limit.
+    #[arg(long, env = "EVAL_ADMISSION_MAX_CONNECTIONS", default_value_t = WEBHOOK_CONNECTIONS.max_connections,
+          value_parser = clap::value_parser!(u16).range(1..).map(usize::from))]
+    pub max_connections: usize,
     /// Serving certificate (PEM, leaf first); re-read when it changes.
     #[arg(long, env = "EVAL_ADMISSION_TLS_CERT")]
     pub tls_cert: PathBuf,
@@ -48,20 +57,26 @@ pub struct ServeArgs {
     /// Serve from a cluster state file instead of watching a cluster.
     #[arg(long, env = "EVAL_ADMISSION_CLUSTER")]
     pub cluster: Option<PathBuf>,
-    /// Largest AdmissionReview body accepted (an UPDATE carries two objects).
-    #[arg(long, env = "EVAL_ADMISSION_MAX_BODY_BYTES", default_value_t = 8 * 1024 * 1024)]
+    /// Largest AdmissionReview body accepted (an UPDATE carries two objects,
+    /// each at most the API server's 3 MiB request limit).
+    #[arg(long, env = "EVAL_ADMISSION_MAX_BODY_BYTES", default_value_t = 8 * 1024 * 1024,
+          value_parser = max_body_bytes)]
     pub max_body_bytes: usize,
     /// After SIGTERM, keep serving (not ready) this long before closing the listener.
-    #[arg(long, env = "EVAL_ADMISSION_SHUTDOWN_DELAY", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, env = "EVAL_ADMISSION_SHUTDOWN_DELAY", default_value = "5s",
+          value_parser = duration::within(Duration::ZERO, Duration::from_secs(120)))]
     pub shutdown_delay: Duration,
     /// Longest wait for in-flight reviews once the listener is closed.
-    #[arg(long, env = "EVAL_ADMISSION_DRAIN_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
+    #[arg(long, env = "EVAL_ADMISSION_DRAIN_TIMEOUT", default_value = "20s",
+          value_parser = duration::within(Duration::ZERO, Duration::from_secs(300)))]
     pub drain_timeout: Duration,
     /// How often the certificate files are checked for changes.
-    #[arg(long, env = "EVAL_ADMISSION_CERT_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, env = "EVAL_ADMISSION_CERT_RELOAD_INTERVAL", default_value = "2s",
+          value_parser = duration::within(Duration::from_millis(100), Duration::from_secs(3600)))]
     pub cert_reload_interval: Duration,
     /// Timeout of the live LocalQueue lookup made before a missing-queue denial.
-    #[arg(long, env = "EVAL_ADMISSION_CONFIRM_TIMEOUT", default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, env = "EVAL_ADMISSION_CONFIRM_TIMEOUT", default_value = "2s",
+          value_parser = duration::within(Duration::from_millis(10), Duration::from_secs(30)))]
     pub confirm_timeout: Duration,
     /// Kueue's Configuration: the ConfigMap (namespace/name) Kueue's manager mounts.
     #[arg(long, env = "EVAL_ADMISSION_KUEUE_CONFIG_MAP", default_value = "kueue-system/kueue-manager-config", value_parser = parse_config_map)]
@@ -83,13 +98,34 @@ fn parse_config_map(text: &str) -> Result<watch::KueueConfigMap, String> {
     }
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    routes::parse_go_duration(text).ok_or_else(|| format!("'{text}' is not a duration like 5s or 500ms"))
+/// At least one small review and at most what the large-body pool holds.
+fn max_body_bytes(text: &str) -> Result<usize, String> {
+    let bytes: usize = text.parse().map_err(|_| format!("'{text}' is not a number of bytes"))?;
+    if (SMALL_BODY_BYTES..=LARGE_BODY_POOL_BYTES).contains(&bytes) {
+        Ok(bytes)
+    } else {
+        Err(format!("{bytes} is outside the range allowed, {SMALL_BODY_BYTES} to {LARGE_BODY_POOL_BYTES}"))
+    }
 }
 
-/// Handshake and request-header deadlines: a slow or silent client cannot hold a connection.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The webhook port: a silent client loses its connection after the handshake
+/// or header deadline; the API server's idle keep-alive connections are closed
+/// after the header deadline too, and it opens new ones.
+const WEBHOOK_CONNECTIONS: ConnectionLimits = ConnectionLimits {
+    max_connections: 256,
+    handshake_timeout: Duration::from_secs(5),
+    header_read_timeout: Duration::from_secs(10),
+};
+/// The admin port serves the kubelet's probes and a Prometheus scrape: a few
+/// connections, quick requests.
+const ADMIN_CONNECTIONS: ConnectionLimits = ConnectionLimits {
+    max_connections: 32,
+    handshake_timeout: Duration::ZERO,
+    header_read_timeout: Duration::from_secs(5),
+};
+/// Descriptors kept for the rest of the process: the admin port's connections,
+/// the Kubernetes client's, the certificate files, stdio.
+const RESERVED_DESCRIPTORS: usize = 64;
 
 pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     let logging = crate::telemetry::init_logging(args.log_format).map_err(Error::Logging)?;
@@ -112,7 +148,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
         None => {
             let client = kube::Client::try_default().await?;
             let cache = Arc::new(ClusterCache::live(client.clone(), &watch::CORE_KINDS));
-            watch::start(client, cache.clone(), args.kueue_config_map.clone());
+            watch::start(client, cache.clone(), args.kueue_config_map.clone(), config.kueue_managed_owners.clone());
             tracing::info!("watching the cluster");
             cache
         }
@@ -133,73 +169,37 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
         metrics: metrics.clone(),
         shutdown: shutdown.clone(),
     });
-    let admin_shutdown = shutdown.clone();
-    tokio::spawn(async move {
-        let stopped = async move { admin_shutdown.reached(Phase::Stopping).await };
-        if let Err(error) = axum::serve(admin_listener, admin).with_graceful_shutdown(stopped).await {
-            tracing::error!(%error, "admin server failed");
-        }
-    });
+    let admin_listener = Listener { name: "admin", socket: admin_listener, tls: None };
+    let admin_stop = {
+        let shutdown = shutdown.clone();
+        async move { shutdown.reached(Phase::Stopping).await }
+    };
+    tokio::spawn(connections::serve(
+        admin_listener,
+        admin,
+        ADMIN_CONNECTIONS,
+        metrics.clone(),
+        admin_stop,
+        Duration::ZERO,
+    ));
 
     let limits =
         Limits { max_body_bytes: args.max_body_bytes, confirm_timeout: args.confirm_timeout, ..Limits::default() };
-    let app = routes::router(AppState { config, cluster, metrics, limits, noop: args.noop });
-    serve_https(listener, acceptor, app, &shutdown, args.drain_timeout).await;
+    let body_budget = BodyBudget::new(LARGE_BODY_POOL_BYTES, SMALL_BODY_BYTES);
+    let app =
+        routes::router(AppState { config, cluster, metrics: metrics.clone(), limits, body_budget, noop: args.noop });
+    let max_connections = connections::connections_that_fit(args.max_connections, RESERVED_DESCRIPTORS);
+    if max_connections < args.max_connections {
+        tracing::warn!(
+            max_connections,
+            wanted = args.max_connections,
+            "connection cap lowered to fit the descriptor limit"
+        );
+    }
+    let webhook_limits = ConnectionLimits { max_connections, ..WEBHOOK_CONNECTIONS };
+    let listener = Listener { name: "webhook", socket: listener, tls: Some(acceptor) };
+    let stop = shutdown.reached(Phase::Stopping);
+    connections::serve(listener, app, webhook_limits, metrics, stop, args.drain_timeout).await;
     tracing::info!("eval-admission stopped");
     Ok(())
-}
-
-/// Accepts TLS connections until shutdown reaches [`Phase::Stopping`], then waits
-/// (up to `drain_timeout`) for open connections to finish their reviews.
-pub async fn serve_https(
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
-    app: axum::Router,
-    shutdown: &Shutdown,
-    drain_timeout: Duration,
-) {
-    let graceful = GracefulShutdown::new();
-    let stopping = shutdown.reached(Phase::Stopping);
-    tokio::pin!(stopping);
-    loop {
-        let (tcp, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut stopping => break,
-        };
-        let _ = tcp.set_nodelay(true);
-        let acceptor = acceptor.clone();
-        let service = TowerToHyperService::new(app.clone());
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(error)) => {
-                    tracing::debug!(%peer, %error, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
-                }
-            };
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder.timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT).keep_alive(true);
-            let connection = builder.serve_connection(TokioIo::new(tls), service);
-            if let Err(error) = watcher.watch(connection).await {
-                tracing::debug!(%peer, %error, "connection ended with an error");
-            }
-        });
-    }
-    drop(listener);
-    if tokio::time::timeout(drain_timeout, graceful.shutdown()).await.is_err() {
-        tracing::warn!("drain timed out; closing the remaining connections");
-    }
 }

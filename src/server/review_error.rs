@@ -14,6 +14,16 @@ pub enum ReviewError {
     BadReview(#[from] BadReview),
     #[error("request body is larger than the {limit}-byte limit")]
     BodyTooLarge { limit: usize },
+    /// No `Content-Length`: the API server always sends one, and without it a
+    /// body cannot be judged before it is read.
+    #[error("request body has no Content-Length")]
+    LengthRequired,
+    /// Large bodies in flight already hold the whole pool.
+    #[error("too many large reviews in flight (their {pool_bytes}-byte pool is spent); retry")]
+    Busy { pool_bytes: usize },
+    /// The body did not arrive before the review's deadline.
+    #[error("the request body did not arrive before the review's deadline")]
+    BodyDeadline,
     /// The cluster view has not synced yet.
     #[error("cluster state is not ready: {0}")]
     NotReady(&'static str),
@@ -31,6 +41,9 @@ impl ReviewError {
         match self {
             Self::BadReview(_) => "bad_review",
             Self::BodyTooLarge { .. } => "body_too_large",
+            Self::LengthRequired => "length_required",
+            Self::Busy { .. } => "busy",
+            Self::BodyDeadline => "body_timeout",
             Self::NotReady(_) => "not_ready",
             Self::Deadline(_) | Self::Lookup(LookupError::Timeout(_)) => "timeout",
             Self::Lookup(LookupError::Api { .. }) => "kube",
@@ -41,6 +54,9 @@ impl ReviewError {
         match self {
             Self::BadReview(_) => StatusCode::BAD_REQUEST,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::LengthRequired => StatusCode::LENGTH_REQUIRED,
+            Self::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::BodyDeadline => StatusCode::REQUEST_TIMEOUT,
             Self::NotReady(_) | Self::Deadline(_) | Self::Lookup(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -61,6 +77,9 @@ mod tests {
         let cases = [
             (ReviewError::BadReview(BadReview("x".into())), 400, "bad_review"),
             (ReviewError::BodyTooLarge { limit: 1 }, 413, "body_too_large"),
+            (ReviewError::LengthRequired, 411, "length_required"),
+            (ReviewError::Busy { pool_bytes: 1 }, 429, "busy"),
+            (ReviewError::BodyDeadline, 408, "body_timeout"),
             (ReviewError::NotReady("x"), 500, "not_ready"),
             (ReviewError::Deadline("x".into()), 500, "timeout"),
             (ReviewError::Lookup(LookupError::Timeout("x".into())), 500, "timeout"),

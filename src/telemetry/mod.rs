@@ -96,6 +96,12 @@ pub struct ObjectLabels {
     pub kind: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListenerLabels {
+    /// `webhook` (HTTPS) or `admin`.
+    pub listener: &'static str,
+}
+
 /// Every metric the server exports.
 pub struct Metrics {
     registry: Registry,
@@ -108,6 +114,9 @@ pub struct Metrics {
     pub certificate_expiry: Gauge<i64, AtomicI64>,
     pub certificate_reloads: Counter<u64, AtomicU64>,
     pub certificate_reload_failures: Counter<u64, AtomicU64>,
+    pub connections_open: Family<ListenerLabels, Gauge>,
+    pub connections_refused: Family<ListenerLabels, Counter>,
+    pub watchers_running: Gauge,
 }
 
 impl Default for Metrics {
@@ -169,8 +178,25 @@ impl Metrics {
             "Changed certificate files that could not be used (the last good pair stays)",
             certificate_reload_failures.clone(),
         );
+        let connections_open = Family::<ListenerLabels, Gauge>::default();
+        registry.register("connections_open", "Connections open, by listener", connections_open.clone());
+        let connections_refused = Family::<ListenerLabels, Counter>::default();
+        registry.register(
+            "connections_refused",
+            "Connections closed at once because the listener's connection cap was reached",
+            connections_refused.clone(),
+        );
+        let watchers_running = Gauge::default();
+        registry.register(
+            "watchers_running",
+            "Watch tasks running (the cluster view's caches)",
+            watchers_running.clone(),
+        );
         Self {
             registry,
+            watchers_running,
+            connections_open,
+            connections_refused,
             reviews,
             review_errors,
             review_duration,
