@@ -37,7 +37,9 @@ pub struct ReviewReport {
 pub fn review(cluster: &Path, config: Option<&Path>, request: &Path) -> Result<ReviewReport, Error> {
     let config = Config::load(config)?;
     let state = state_file::load(cluster)?;
-    let bytes = std::fs::read(request).map_err(|e| Error::file("request file", request, e))?;
+    // The server's default body limit: no AdmissionReview is larger.
+    let most = crate::server::routes::DEFAULT_MAX_BODY_BYTES as u64;
+    let bytes = state_file::read_at_most("request file", request, most)?;
     let review = admission_review(&bytes).map_err(|e| Error::file("request file", request, e))?;
     review_value(&config, &state, review)
 }

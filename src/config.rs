@@ -185,13 +185,17 @@ pub fn is_default_managed_owner(api_group: &str, kind: &str) -> bool {
     DEFAULT_MANAGED_OWNERS.contains(&(api_group, kind))
 }
 
+/// A config is a page of YAML; anything near this size is not one.
+const MOST_CONFIG_BYTES: usize = 1024 * 1024;
+
 impl Config {
     /// Reads a config file; `None` gives the defaults.
     pub fn load(path: Option<&Path>) -> Result<Self, Error> {
         let Some(path) = path else {
             return Ok(Self::default());
         };
-        let text = std::fs::read_to_string(path).map_err(|e| Error::file("config file", path, e))?;
+        let bytes = crate::cluster::state_file::read_at_most("config file", path, MOST_CONFIG_BYTES as u64)?;
+        let text = String::from_utf8(bytes).map_err(|_| Error::file("config file", path, "not UTF-8 text"))?;
         Self::parse(&text).map_err(|message| Error::file("config file", path, message))
     }
 
@@ -199,6 +203,10 @@ impl Config {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
+        if text.len() > MOST_CONFIG_BYTES {
+            return Err(format!("{} bytes: a config is at most {MOST_CONFIG_BYTES}", text.len()));
+        }
+        crate::cluster::state_file::check_flow_nesting(text)?;
         let config: Self = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
         config.check()?;
         Ok(config)

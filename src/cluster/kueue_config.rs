@@ -258,6 +258,7 @@ impl KueueConfig {
         if text.len() > MAX_TEXT_BYTES {
             return Err(format!("Kueue Configuration: {} bytes, more than a ConfigMap can hold", text.len()));
         }
+        super::state_file::check_flow_nesting(text).map_err(|error| format!("Kueue Configuration: {error}"))?;
         // Through serde_yaml's own Value first: it refuses duplicate keys, as
         // Kueue's strict decoder does (serde_json's map would keep the last).
         let root: serde_yaml::Value =

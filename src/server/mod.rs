@@ -59,7 +59,7 @@ pub struct ServeArgs {
     pub cluster: Option<PathBuf>,
     /// Largest AdmissionReview body accepted (an UPDATE carries two objects,
     /// each at most the API server's 3 MiB request limit).
-    #[arg(long, env = "EVAL_ADMISSION_MAX_BODY_BYTES", default_value_t = 8 * 1024 * 1024,
+    #[arg(long, env = "EVAL_ADMISSION_MAX_BODY_BYTES", default_value_t = routes::DEFAULT_MAX_BODY_BYTES,
           value_parser = max_body_bytes)]
     pub max_body_bytes: usize,
     /// After SIGTERM, keep serving (not ready) this long before closing the listener.

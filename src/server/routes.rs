@@ -45,7 +45,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_body_bytes: 8 * 1024 * 1024,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             review_deadline: Duration::from_secs(9),
             deadline_margin: Duration::from_millis(500),
             confirm_timeout: Duration::from_secs(2),
@@ -53,6 +53,9 @@ impl Default for Limits {
     }
 }
 
+/// The largest body accepted by default: an UPDATE carries two objects, each
+/// at most the API server's 3 MiB request limit.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// The default pool for bodies over [`SMALL_BODY_BYTES`], shared by all connections.
 pub const LARGE_BODY_POOL_BYTES: usize = 24 * 1024 * 1024;
 /// Bodies up to this size are bounded by the connection cap alone (a 40 KB JobSet CREATE fits).
