@@ -56,6 +56,19 @@ impl Server {
     /// Starts `eval-admission serve` with the given certificate files and extra
     /// arguments, and waits until /livez answers.
     pub fn start(cert: &Path, key: &Path, extra: &[&str], env: &[(&str, &str)], log_dir: &Path) -> Self {
+        Self::start_limited(cert, key, extra, env, log_dir, None)
+    }
+
+    /// As [`start`](Self::start), with the process's open-descriptor limit
+    /// (soft and hard) set to `descriptors`.
+    pub fn start_limited(
+        cert: &Path,
+        key: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        log_dir: &Path,
+        descriptors: Option<u64>,
+    ) -> Self {
         let (port, admin_port) = (free_port(), free_port());
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let admin: SocketAddr = format!("127.0.0.1:{admin_port}").parse().unwrap();
@@ -75,6 +88,20 @@ impl Server {
             .stderr(Stdio::from(std::fs::File::options().append(true).open(&log).unwrap()));
         for (key, value) in env {
             command.env(key, value);
+        }
+        if let Some(descriptors) = descriptors {
+            use std::os::unix::process::CommandExt;
+            let limit = libc::rlimit { rlim_cur: descriptors, rlim_max: descriptors };
+            // SAFETY: setrlimit is async-signal-safe and touches only this struct.
+            unsafe {
+                command.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
         }
         let child = command.spawn().expect("starts the server");
         let server = Self { child, addr, admin, log };

@@ -1,0 +1,290 @@
+//! The server against clients that mean it harm or are broken, on loopback:
+//! stalled bodies, a full descriptor table, half-sent requests on the admin
+//! port, durations that overflow, bodies judged by their length alone. Each
+//! holds the Deployment's limits (128 MiB of memory) while reviews from a
+//! well-behaved client go on being answered.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+/// The Deployment's memory limit (manifests/base/deployment.yaml).
+const DEPLOYMENT_MEMORY_LIMIT_BYTES: u64 = 128 * 1024 * 1024;
+
+fn state_server(dir: &std::path::Path, pki: &TestPki, descriptors: Option<u64>) -> Server {
+    let (cert, key) = pki.write(&dir.join("certs"));
+    let cluster = repo("examples/cluster.yaml");
+    Server::start_limited(&cert, &key, &["--cluster", cluster.to_str().unwrap()], &[], dir, descriptors)
+}
+
+fn connector(ca_pem: &str) -> TlsConnector {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    TlsConnector::from(Arc::new(config))
+}
+
+async fn tls(connector: &TlsConnector, server: &Server) -> std::io::Result<TlsStream<TcpStream>> {
+    let tcp = TcpStream::connect(server.addr).await?;
+    connector.connect("localhost".try_into().unwrap(), tcp).await
+}
+
+/// A field of /proc/PID/status in bytes (`VmHWM`: peak RSS; `VmRSS`: now).
+fn memory(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|line| line.starts_with(field)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+fn open_descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|dir| dir.count()).unwrap_or(0)
+}
+
+async fn metric(server: &Server, prefix: &str) -> f64 {
+    let text = plain_client().get(server.admin_url("/metrics")).send().await.unwrap().text().await.unwrap();
+    text.lines().filter_map(|line| line.strip_prefix(prefix)?.trim().parse::<f64>().ok()).sum()
+}
+
+/// A well-behaved review, answered with its uid.
+async fn review_answered(client: &reqwest::Client, server: &Server, body: &[u8]) -> bool {
+    let sent = client.post(server.url("/mutate?timeout=10s")).body(body.to_vec()).send().await;
+    let Ok(response) = sent else { return false };
+    if response.status() != 200 {
+        return false;
+    }
+    let answer: Value = response.json().await.unwrap_or_default();
+    answer["response"]["uid"].is_string()
+}
+
+/// Reads until the server closes the connection (or `within` passes); returns
+/// what it answered, if anything, and whether it closed in time.
+async fn until_closed(stream: &mut (impl AsyncReadExt + Unpin), within: Duration) -> (String, bool) {
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buffer)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (String::from_utf8_lossy(&seen).into_owned(), true),
+            Ok(Ok(n)) => seen.extend_from_slice(&buffer[..n]),
+            Err(_) => return (String::from_utf8_lossy(&seen).into_owned(), false),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stalled_bodies_hold_memory_under_the_deployment_limit_and_reviews_are_answered() {
+    const ATTACKERS: usize = 64;
+    const DECLARED: usize = 8 * 1024 * 1024;
+    const SENT: usize = DECLARED - 512 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("stalled");
+    let server = state_server(dir.path(), &pki, None);
+    let pid = server.child.id();
+    let connector = connector(&pki.ca_pem);
+    let client = client(&[&pki.ca_pem], true);
+    let body = review_body("evalhub-job.yaml");
+    assert!(review_answered(&client, &server, &body).await);
+
+    // Each attacker sends all but half a MiB of an 8 MiB body, then stalls.
+    let mut attackers = Vec::new();
+    for _ in 0..ATTACKERS {
+        let connector = connector.clone();
+        let mut stream = tls(&connector, &server).await.unwrap();
+        attackers.push(tokio::spawn(async move {
+            let head = format!(
+                "POST /mutate?timeout=10s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+                 Content-Length: {DECLARED}\r\n\r\n"
+            );
+            let chunk = vec![b' '; 64 * 1024];
+            let mut sent = stream.write_all(head.as_bytes()).await.map(|()| 0);
+            while let Ok(so_far) = sent {
+                if so_far >= SENT {
+                    break;
+                }
+                sent = stream.write_all(&chunk).await.map(|()| so_far + chunk.len());
+            }
+            let _ = stream.flush().await;
+            until_closed(&mut stream, Duration::from_secs(25)).await
+        }));
+    }
+    // While they stall, reviews from a well-behaved client are answered.
+    let started = Instant::now();
+    let mut answered = 0;
+    for _ in 0..20 {
+        answered += usize::from(review_answered(&client, &server, &body).await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let peak = memory(pid, "VmHWM:");
+    let busy = metric(&server, "eval_admission_review_errors_total{webhook=\"mutate\",error=\"busy\"}").await;
+    eprintln!(
+        "stalled bodies: {ATTACKERS} x {SENT} bytes sent; peak RSS {:.1} MiB; {answered}/20 reviews answered in {:?}; \
+         {busy} refused with 429",
+        peak as f64 / 1048576.0,
+        started.elapsed()
+    );
+    assert_eq!(answered, 20, "every well-behaved review answered during the attack");
+    assert!(peak < DEPLOYMENT_MEMORY_LIMIT_BYTES, "peak RSS {peak} under the Deployment's limit");
+    assert!(busy >= 1.0, "the large-body pool refused the attackers it could not hold");
+
+    // The review deadline covers the body: every stalled connection is answered
+    // (429 at once, or 408 at the deadline) and closed, none held open.
+    let mut statuses = std::collections::BTreeMap::<String, usize>::new();
+    for attacker in attackers {
+        let (answer, closed) = attacker.await.unwrap();
+        assert!(closed, "closed by the server: {answer:?}");
+        let status = answer.get(9..12).unwrap_or("none").to_string();
+        *statuses.entry(status).or_default() += 1;
+    }
+    eprintln!("stalled bodies answered: {statuses:?}");
+    assert!(statuses.get("408").is_some_and(|n| *n >= 1), "the ones it held timed out: {statuses:?}");
+    assert!(review_answered(&client, &server, &body).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_full_descriptor_table_is_refused_at_the_door_and_reviews_go_on() {
+    const DESCRIPTORS: u64 = 256;
+    const ATTACKERS: usize = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("descriptors");
+    let server = state_server(dir.path(), &pki, Some(DESCRIPTORS));
+    let pid = server.child.id();
+    let connector = connector(&pki.ca_pem);
+    // The API server's keep-alive connection, opened before the attack.
+    let keep_alive = client(&[&pki.ca_pem], false);
+    let body = review_body("evalhub-job.yaml");
+    assert!(review_answered(&keep_alive, &server, &body).await);
+
+    // Each attacker sends headers and `{`, then stalls; those over the cap are closed at once.
+    let mut held = Vec::new();
+    let mut refused_at_once = 0;
+    for _ in 0..ATTACKERS {
+        match tls(&connector, &server).await {
+            Ok(mut stream) => {
+                let head = "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4096\r\n\r\n{";
+                if stream.write_all(head.as_bytes()).await.is_ok() && stream.flush().await.is_ok() {
+                    held.push(stream);
+                } else {
+                    refused_at_once += 1;
+                }
+            }
+            Err(_) => refused_at_once += 1,
+        }
+    }
+    let mut answered = 0;
+    for _ in 0..30 {
+        answered += usize::from(review_answered(&keep_alive, &server, &body).await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let descriptors = open_descriptors(pid);
+    let refused = metric(&server, "eval_admission_connections_refused_total{listener=\"webhook\"}").await;
+    eprintln!(
+        "descriptor attack: {ATTACKERS} connections under a {DESCRIPTORS}-descriptor limit: {refused} refused by the \
+         cap ({refused_at_once} seen failing by the attacker), {descriptors} descriptors open, {answered}/30 reviews \
+         answered"
+    );
+    assert_eq!(answered, 30, "reviews on the keep-alive connection go on");
+    assert!(refused >= 1.0, "the cap closed the connections over it");
+    assert!(descriptors < DESCRIPTORS as usize, "{descriptors} descriptors open");
+    assert!(!server.logs().contains("accept failed"), "the descriptor table never filled");
+
+    // The deadline closes the stalled ones; then new connections are served again.
+    let mut all_closed = true;
+    for mut stream in held {
+        all_closed &= until_closed(&mut stream, Duration::from_secs(20)).await.1;
+    }
+    assert!(all_closed, "every stalled request was closed by the review deadline");
+    assert!(review_answered(&client(&[&pki.ca_pem], true), &server, &body).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_port_closes_half_sent_requests_and_stays_bounded() {
+    const ATTACKERS: usize = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("admin");
+    let server = state_server(dir.path(), &pki, None);
+    let mut streams = Vec::new();
+    for _ in 0..ATTACKERS {
+        let mut stream = TcpStream::connect(server.admin).await.unwrap();
+        let _ = stream.write_all(b"GET /livez HTTP/1.1\r\nHost: loc").await;
+        streams.push(stream);
+    }
+    let started = Instant::now();
+    let mut closed = 0;
+    for stream in &mut streams {
+        closed += usize::from(until_closed(stream, Duration::from_secs(15)).await.1);
+    }
+    eprintln!("admin port: {closed}/{ATTACKERS} half-sent requests closed within {:?}", started.elapsed());
+    assert_eq!(closed, ATTACKERS, "the header deadline closes every half-sent request");
+    let livez = plain_client().get(server.admin_url("/livez")).send().await.unwrap();
+    assert_eq!(livez.status(), 200);
+}
+
+#[tokio::test]
+async fn bodies_are_judged_by_their_length_before_they_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("length");
+    let server = state_server(dir.path(), &pki, None);
+    let connector = connector(&pki.ca_pem);
+    // Over the limit by its Content-Length alone: 413 with nothing of the body sent.
+    let mut stream = tls(&connector, &server).await.unwrap();
+    let head = "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 9000000\r\n\r\n";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let (answer, _) = until_closed(&mut stream, Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    // No Content-Length (chunked): the API server never sends that.
+    let mut stream = tls(&connector, &server).await.unwrap();
+    let head = "POST /mutate HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let (answer, _) = until_closed(&mut stream, Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 411"), "{answer}");
+    // A timeout longer than any Duration is ignored, not a panic.
+    let client = client(&[&pki.ca_pem], false);
+    let response = client
+        .post(server.url("/mutate?timeout=100000000000000000000s"))
+        .body(review_body("evalhub-job.yaml"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // An array where an object belongs is a 400, not a patch the API server cannot apply.
+    let mut review: Value = serde_json::from_slice(&review_body("evalhub-job.yaml")).unwrap();
+    review["request"]["object"]["spec"] = serde_json::json!([]);
+    let response = client.post(server.url("/mutate")).body(review.to_string()).send().await.unwrap();
+    assert_eq!(response.status(), 400, "{}", response.text().await.unwrap());
+    assert!(!server.logs().contains("panicked"), "{}", server.logs());
+}
+
+#[test]
+fn durations_have_a_range_and_go_syntax() {
+    let run = |flag: &str, value: &str| {
+        std::process::Command::new(BIN)
+            .args(["serve", "--tls-cert", "/nonexistent", "--tls-key", "/nonexistent", flag, value])
+            .output()
+            .unwrap()
+    };
+    let too_long = run("--shutdown-delay", "100000000000000000000s");
+    let stderr = String::from_utf8_lossy(&too_long.stderr);
+    assert_eq!(too_long.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("outside the range allowed, 0ns to 120s"), "{stderr}");
+    let no_unit = run("--drain-timeout", "30");
+    assert!(String::from_utf8_lossy(&no_unit.stderr).contains("missing unit"), "{no_unit:?}");
+    // Go's `1m30s` is read as Go reads it; the run goes on to fail on the certificate.
+    let go_syntax = run("--drain-timeout", "1m30s");
+    let stderr = String::from_utf8_lossy(&go_syntax.stderr);
+    assert!(stderr.contains("/nonexistent") && !stderr.contains("drain"), "{stderr}");
+}
