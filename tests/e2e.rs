@@ -360,6 +360,7 @@ fn kueue_removed_and_reinstalled_while_running_is_noticed() {
     let _exclusive = DISRUPTION.write().unwrap_or_else(|p| p.into_inner());
     let namespace = cluster.namespace("crd", None, &[("eval-queue", "team-a-cq")]);
     let job = |name: &str| evalhub_job(&namespace, name, &[("kueue.x-k8s.io/queue-name", "eval-queue")], &[]);
+    let watchers_before = running_watchers(cluster).expect("the metric is exported");
     let crd = cluster.ok(&["get", "crd", "localqueues.kueue.x-k8s.io", "-o", "json"], None);
     cluster.ok(&["delete", "crd", "localqueues.kueue.x-k8s.io"], None);
     eventually("the server to see Kueue gone", || {
@@ -381,6 +382,72 @@ fn kueue_removed_and_reinstalled_while_running_is_noticed() {
         cluster.kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&job("probe"))).status.success()
     });
     cluster.ok(&["create", "-f", "-"], Some(&job("after-reinstall")));
+    // Each Kueue kind has one watcher again, and the removed ones are gone with their parent.
+    eventually("the watchers to be as many as before", || running_watchers(cluster) == Some(watchers_before));
+    assert!(watchers_before >= 10, "namespaces, classes, config, CRD, owners, JobSet owners, Kueue and its 6 kinds");
+}
+
+fn running_watchers(cluster: &Cluster) -> Option<i64> {
+    let metrics = common::control_plane::http_get(cluster.webhook.admin_port, "/metrics")?;
+    metrics.lines().find_map(|line| line.strip_prefix("eval_admission_watchers_running ")?.trim().parse().ok())
+}
+
+#[test]
+fn an_owner_reference_switches_the_guards_off_only_when_the_owner_is_real() {
+    let cluster = cluster();
+    let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
+    let namespace = cluster.namespace("owners", Some("eval-queue"), &[("eval-queue", "team-a-cq")]);
+    cluster.ok(&["create", "role", "jobs", "-n", &namespace, "--verb=*", "--resource=jobs"], None);
+    cluster.ok(&["create", "rolebinding", "alice-jobs", "-n", &namespace, "--role=jobs", "--user=alice"], None);
+    let owned_by = |name: &str, owner: &str, uid: &str| {
+        let mut job: Value = serde_json::from_str(&evalhub_job(&namespace, name, &[], &[])).unwrap();
+        job["metadata"]["ownerReferences"] = json!([{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "name": owner, "uid": uid, "controller": true}]);
+        job.to_string()
+    };
+    // A new evaluation claiming a JobSet that is not there is refused, with the way out.
+    let stderr = cluster.refused(
+        &["create", "-f", "-", "--as=alice"],
+        Some(&owned_by("forged", "ghost", "5b0c1d2e-0000-4000-8000-00000000dead")),
+    );
+    assert!(stderr.contains("names JobSet 'ghost'") && stderr.contains("no such JobSet exists"), "{stderr}");
+    assert!(stderr.contains("remove the ownerReference"), "{stderr}");
+
+    // A real JobSet's Job, created the moment after it (the watch may not have it yet: one live GET does).
+    let mut jobset: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(repo("examples/aiperf-jobset.yaml")).unwrap()).unwrap();
+    jobset["metadata"]["namespace"] = namespace.clone().into();
+    jobset["metadata"]["name"] = "real-owner".into();
+    jobset["metadata"]["labels"] = json!({"app": "not-an-evaluation"});
+    jobset["metadata"].as_object_mut().unwrap().remove("ownerReferences");
+    cluster.ok(&["create", "-f", "-"], Some(&jobset.to_string()));
+    let uid = cluster.get("jobset", &namespace, "real-owner")["metadata"]["uid"].as_str().unwrap().to_string();
+    cluster.ok(&["create", "-f", "-"], Some(&owned_by("child", "real-owner", &uid)));
+    let child = cluster.get("job", &namespace, "child");
+    assert!(child["metadata"]["labels"].get("kueue.x-k8s.io/queue-name").is_none(), "left to its JobSet: {child}");
+    // The same reference with another uid is not that JobSet.
+    let stderr = cluster.refused(&["create", "-f", "-"], Some(&owned_by("stale", "real-owner", "not-its-uid")));
+    assert!(stderr.contains("names JobSet 'real-owner' (uid not-its-uid)"), "{stderr}");
+
+    // alice's queued evaluation: adding that real JobSet as its owner unlocks no guard.
+    cluster.ok(&["create", "-f", "-", "--as=alice"], Some(&evalhub_job(&namespace, "queued", &[], &[])));
+    assert_eq!(cluster.get("job", &namespace, "queued")["spec"]["suspend"], true);
+    let owner = json!({"metadata": {"ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "name": "real-owner", "uid": uid, "controller": true}]}});
+    let mut unsuspend = owner.clone();
+    unsuspend["spec"] = json!({"suspend": false});
+    let patch = unsuspend.to_string();
+    let stderr = cluster
+        .refused(&["patch", "job", "queued", "-n", &namespace, "--as=alice", "--type=merge", "-p", &patch], None);
+    assert!(stderr.contains("only Kueue"), "{stderr}");
+    let mut unqueue = owner;
+    unqueue["metadata"]["labels"] = json!({"kueue.x-k8s.io/queue-name": null});
+    let patch = unqueue.to_string();
+    let stderr = cluster
+        .refused(&["patch", "job", "queued", "-n", &namespace, "--as=alice", "--type=merge", "-p", &patch], None);
+    assert!(stderr.contains("would let this evaluation run outside Kueue"), "{stderr}");
+    let queued = cluster.get("job", &namespace, "queued");
+    assert_eq!((queued["spec"]["suspend"].clone(), queued["metadata"].get("ownerReferences")), (json!(true), None));
 }
 
 /// Puts the loopback registration back when a test replaced it.

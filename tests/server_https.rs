@@ -214,11 +214,15 @@ async fn sigterm_drains_without_losing_an_in_flight_review() {
     let body = review_body("evalhub-job.yaml");
     assert_eq!(plain_client().get(server.admin_url("/readyz")).send().await.unwrap().status(), 200);
 
-    // A review whose body arrives slowly, straddling the listener's close.
+    // A review whose body arrives slowly, straddling the listener's close
+    // (with its Content-Length, as the API server sends every body).
     let (mut sender, slow_body) = futures_channel();
     let slow = {
-        let (client, url) = (client.clone(), server.url("/mutate"));
-        tokio::spawn(async move { client.post(url).body(reqwest::Body::wrap_stream(slow_body)).send().await })
+        let (client, url, length) = (client.clone(), server.url("/mutate"), body.len());
+        tokio::spawn(async move {
+            let request = client.post(url).header("content-length", length);
+            request.body(reqwest::Body::wrap_stream(slow_body)).send().await
+        })
     };
     let half = body.len() / 2;
     sender.send(body[..half].to_vec()).await;

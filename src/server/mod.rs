@@ -38,7 +38,7 @@ pub struct ServeArgs {
     #[arg(long, env = "EVAL_ADMISSION_LISTEN", default_value = "0.0.0.0:8443")]
     pub listen: SocketAddr,
     /// Plain-HTTP address for /livez, /readyz and /metrics (the Deployment binds the pod IP).
-    #[arg(long, env = "EVAL_ADMISSION_ADMIN_LISTEN", default_value = "0.0.0.0:8080")]
+    #[arg(long, env = "EVAL_ADMISSION_ADMIN_LISTEN", default_value = "127.0.0.1:8080")]
     pub admin_listen: SocketAddr,
     /// Most HTTPS connections open at once; one more is closed at once. Lowered
     /// to fit the descriptor limit.

@@ -189,6 +189,21 @@ pub fn http_ok(port: u16, path: &str) -> bool {
     attempt().unwrap_or(false)
 }
 
+/// The body of `GET http://127.0.0.1:PORT/PATH` when it answers 200.
+pub fn http_get(port: u16, path: &str) -> Option<String> {
+    let attempt = || -> std::io::Result<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        Ok(response)
+    };
+    let response = attempt().ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    (head.starts_with("HTTP/1.") && head.get(9..12) == Some("200")).then(|| body.to_string())
+}
+
 /// Runs a builder from hack/ (it skips what its cache already has) and returns
 /// the `key=value` lines it prints on stdout.
 fn build(script: &str) -> Result<Vec<(String, PathBuf)>> {
