@@ -67,6 +67,9 @@ mod tests {
             "removing suspend unsuspends too"
         );
         assert!(check_unsuspend(&config, job_subject(&old), &old, "alice").is_ok(), "no change");
+        // Kueue admitted it and it runs: a user's later edits (a label, a finalizer) are theirs to make.
+        let relabelled = new.with_label("team", Some("a"));
+        assert!(check_unsuspend(&config, job_subject(&relabelled), &new, "alice").is_ok(), "running, edited by alice");
         assert!(check_unsuspend(&config, job_subject(&old), &new, "alice").is_ok(), "suspending is always allowed");
     }
 
