@@ -101,9 +101,10 @@ pub async fn serve(
             }
         });
     }
+    let name = listener.name;
     drop(listener);
-    if tokio::time::timeout(drain_timeout, graceful.shutdown()).await.is_err() {
-        tracing::warn!("drain timed out; closing the remaining connections");
+    if !drain_timeout.is_zero() && tokio::time::timeout(drain_timeout, graceful.shutdown()).await.is_err() {
+        tracing::warn!(listener = name, "drain timed out; closing the remaining connections");
     }
 }
 

@@ -146,7 +146,7 @@ impl Metrics {
         });
         registry.register_with_unit(
             "review_duration",
-            "Time from request body read to response, per webhook",
+            "Time from the request reaching the handler (its body read included) to the response, per webhook",
             prometheus_client::registry::Unit::Seconds,
             review_duration.clone(),
         );
