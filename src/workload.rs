@@ -109,6 +109,14 @@ pub struct Metadata {
     pub owner_references: Option<Vec<OwnerReference>>,
     #[serde(default)]
     pub deletion_timestamp: Option<IgnoredAny>,
+    /// Whether the object had `metadata` at all: when not, a patch adds it whole
+    /// (`false` only by `Default`, which is what an absent `metadata` decodes to).
+    #[serde(skip_deserializing, default = "decoded")]
+    pub present: bool,
+}
+
+fn decoded() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -15,16 +15,19 @@ pub fn diff(original: &Workload, shape: &Shape) -> Patch {
     let missing_labels: Vec<(&str, &str)> =
         labels.into_iter().filter(|(key, value)| original.label(key) != Some(*value)).collect();
     if !missing_labels.is_empty() {
-        if original.has_labels_map() {
-            for (key, value) in missing_labels {
+        let labels = || -> Map<String, Value> {
+            missing_labels.iter().map(|(k, v)| (k.to_string(), Value::String((*v).into()))).collect()
+        };
+        if !original.metadata.present {
+            operations.push(add(PointerBuf::from_tokens(["metadata"]), serde_json::json!({ "labels": labels() })));
+        } else if original.has_labels_map() {
+            for (key, value) in &missing_labels {
                 // from_tokens escapes '/' as '~1' and '~' as '~0'.
                 let path = PointerBuf::from_tokens(["metadata", "labels", key]);
-                operations.push(add(path, Value::String(value.into())));
+                operations.push(add(path, Value::String((*value).into())));
             }
         } else {
-            let labels: Map<String, Value> =
-                missing_labels.into_iter().map(|(k, v)| (k.to_string(), Value::String(v.into()))).collect();
-            operations.push(add(PointerBuf::from_tokens(["metadata", "labels"]), Value::Object(labels)));
+            operations.push(add(PointerBuf::from_tokens(["metadata", "labels"]), Value::Object(labels())));
         }
     }
     if shape.suspended && !original.is_suspended() {
@@ -67,6 +70,19 @@ mod tests {
         );
         let patched = apply(object, &patch);
         assert!(diff(&workload(patched), &desired).0.is_empty(), "idempotent");
+    }
+
+    #[test]
+    fn an_object_without_metadata_gets_it_whole() {
+        let object = json!({"spec": {"template": {}}});
+        let patch = diff(&workload(object.clone()), &queued("q"));
+        assert_eq!(
+            serde_json::to_value(&patch).unwrap(),
+            json!([{"op": "add", "path": "/metadata", "value": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}},
+                   {"op": "add", "path": "/spec/suspend", "value": true}])
+        );
+        let patched = apply(object, &patch);
+        assert!(diff(&workload(patched), &queued("q")).0.is_empty(), "idempotent");
     }
 
     fn workload(value: Value) -> Workload {
