@@ -256,6 +256,28 @@ mod tests {
 
     const SHIPPED: &str = "manifests/base/config.yaml";
 
+    /// The ClusterRole lets the server watch every owner kind the default config
+    /// trusts (`rules::ownership`); without it, each Job of a JobSet would cost a
+    /// live GET, and a forbidden one would refuse it.
+    #[test]
+    fn the_cluster_role_reads_every_default_owner_kind() {
+        let rbac = include_str!("../manifests/base/rbac.yaml");
+        let role: serde_json::Value = serde_yaml::Deserializer::from_str(rbac)
+            .map(|document| <serde_json::Value as serde::Deserialize>::deserialize(document).unwrap())
+            .find(|document| document["kind"] == "ClusterRole")
+            .unwrap();
+        for (group, kind) in crate::config::DEFAULT_MANAGED_OWNERS {
+            let plural = format!("{}s", kind.to_lowercase());
+            let granted = role["rules"].as_array().unwrap().iter().any(|rule| {
+                let has = |field: &str, value: &str| rule[field].as_array().unwrap().iter().any(|v| v == value);
+                has("apiGroups", group)
+                    && has("resources", &plural)
+                    && ["list", "watch", "get"].iter().all(|v| has("verbs", v))
+            });
+            assert!(granted, "{group} {plural}: get, list and watch");
+        }
+    }
+
     #[test]
     fn the_shipped_webhooks_are_rendered_from_the_shipped_config() {
         let config = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
