@@ -1,5 +1,5 @@
 //! The server over real HTTPS on loopback: both endpoints answer exactly what
-//! `review` prints, bad input gets 400/413, certificates rotate under load,
+//! `review` prints, bad input gets 400, certificates rotate under load,
 //! shutdown loses no in-flight review, readiness follows sync and shutdown.
 
 mod common;
@@ -91,10 +91,10 @@ async fn both_endpoints_answer_what_review_prints_for_every_example() {
 }
 
 #[tokio::test]
-async fn bad_input_gets_400_or_413_and_unknown_kinds_are_allowed() {
+async fn bad_input_gets_400_and_unknown_kinds_are_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let pki = TestPki::new("bad-input");
-    let server = state_server(dir.path(), &pki, &["--max-body-bytes", "65536"]);
+    let server = state_server(dir.path(), &pki, &[]);
     let client = client(&[&pki.ca_pem], false);
     for (body, expected) in [
         (b"{not json".to_vec(), "not an AdmissionReview"),
@@ -105,8 +105,9 @@ async fn bad_input_gets_400_or_413_and_unknown_kinds_are_allowed() {
         assert_eq!(status, 400, "{text}");
         assert!(text.contains(expected), "{text}");
     }
-    let (status, text) = post(&client, &server.url("/mutate"), vec![b' '; 65537]).await;
-    assert_eq!(status, 413, "{text}");
+    // Over --max-body-bytes: 413 from the Content-Length alone, before the body
+    // is read, so the client may see the connection close before it has sent it
+    // all; tests/hostile_clients.rs reads that answer off a raw connection.
 
     let pod = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"pod-1",
         "kind":{"group":"","version":"v1","kind":"Pod"},"namespace":"team-a-namespace","operation":"CREATE",
