@@ -87,16 +87,6 @@ fn wait_for<T>(what: &str, operator: &Operator, check: impl FnMut() -> Option<T>
         .unwrap_or_else(|error| panic!("{error:#}\noperator log: {}", operator.log.display()))
 }
 
-/// eval-admission's review log lines for `name` (JSON lines).
-fn reviews(env: &Environment, name: &str) -> Vec<Value> {
-    std::fs::read_to_string(env.webhook.log())
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|entry| entry["message"] == "review" && entry["name"] == name)
-        .collect()
-}
-
 /// Waits until Kueue has admitted the job's JobSet: Workload Admitted, `spec.suspend` false.
 fn wait_admitted(env: &Environment, operator: &Operator, job: &Job) -> Value {
     wait_for(&format!("Kueue to admit JobSet {}/{}", job.namespace, job.jobset()), operator, || {
@@ -172,13 +162,13 @@ fn assert_denied(env: &Environment, operator: &Operator, job: &Job, fragments: &
 
     // No retry: the dry run is not repeated, the JobSet never created, the
     // event not repeated, the phase stays Failed.
-    let dry_runs = |env: &Environment| reviews(env, &job.jobset()).len();
+    let dry_runs = |env: &Environment| env.webhook.reviews(&job.jobset()).len();
     let before = dry_runs(env);
     assert!(before >= 1, "eval-admission saw the dry run");
-    assert!(reviews(env, &job.jobset()).iter().all(|review| review["dry_run"] == true));
+    assert!(env.webhook.reviews(&job.jobset()).iter().all(|review| review["dry_run"] == true));
     std::thread::sleep(NO_RETRY_WATCH);
     operator.check_running().unwrap();
-    assert_eq!(dry_runs(env), before, "the operator retried: {:?}", reviews(env, &job.jobset()));
+    assert_eq!(dry_runs(env), before, "the operator retried: {:?}", env.webhook.reviews(&job.jobset()));
     assert!(operator.jobset(job).is_none());
     let after = operator.view(job).unwrap();
     assert_eq!(after.phase, "Failed");
@@ -217,7 +207,9 @@ fn namespace_default_queue_is_applied_and_kueue_admits() {
     let owner = &jobset["metadata"]["ownerReferences"][0];
     assert_eq!((owner["kind"].as_str(), owner["controller"].as_bool()), (Some("AIPerfJob"), Some(true)));
     // The real create (not the preflight's dry run): eval-admission patched the label and suspend in.
-    let create = reviews(env, &job.jobset())
+    let create = env
+        .webhook
+        .reviews(&job.jobset())
         .into_iter()
         .find(|review| review["webhook"] == "mutate" && review["dry_run"] == false)
         .expect("eval-admission reviewed the create");
@@ -267,7 +259,9 @@ fn explicit_queue_shows_queued_until_kueue_admits() {
     let jobset = wait_for("the waiter's JobSet", &operator, || operator.jobset(&waiter));
     assert_eq!(jobset["metadata"]["labels"][QUEUE_LABEL], "small-queue");
     assert_eq!(jobset["spec"]["suspend"], true);
-    let create = reviews(env, &waiter.jobset())
+    let create = env
+        .webhook
+        .reviews(&waiter.jobset())
         .into_iter()
         .find(|review| review["webhook"] == "mutate" && review["dry_run"] == false)
         .expect("eval-admission reviewed the create");
@@ -375,7 +369,9 @@ fn admission_warnings_never_reach_the_aiperf_user() {
         let jobset = wait_for("the operator to create the JobSet", &operator, || operator.jobset(&job));
         let view = operator.wait_phase(&job, &["Pending", "Queued", "Failed"], WAIT).unwrap();
         assert_ne!(view.phase, "Failed", "{}", view.raw["status"]);
-        let warned: u64 = reviews(env, &job.jobset())
+        let warned: u64 = env
+            .webhook
+            .reviews(&job.jobset())
             .iter()
             .filter(|review| review["dry_run"] == false)
             .map(|review| review["warnings"].as_u64().unwrap_or(0))

@@ -28,7 +28,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use common::control_plane::{Environment, condition_true, poll};
-use common::kueue_objects::{self, flavor, local_queue, unique, workload, workload_priority_class};
+use common::kueue_objects::{
+    self, deactivate_workload, flavor, local_queue, unique, workload, workload_priority_class,
+};
 use common::{BIN, repo};
 use evalhub::{EvalHub, Evaluation, JobView, KUBERNETES_USER, hardware_profile, kubernetes_jobs};
 use serde_json::{Value, json};
@@ -135,20 +137,10 @@ fn wait_admitted(cluster: &Environment, namespace: &str, job: &str) -> Value {
     })
 }
 
-/// eval-admission's review log lines for the object `name`.
-fn reviews_of(cluster: &Environment, name: &str) -> Vec<Value> {
-    std::fs::read_to_string(cluster.webhook.log())
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|entry| entry["message"] == "review" && entry["name"] == name)
-        .collect()
-}
-
 /// eval-admission's review of EvalHub's CREATE of `name` by `webhook` (mutate, validate).
 fn wait_create_review(cluster: &Environment, name: &str, webhook: &str) -> Value {
     wait_for(&format!("eval-admission's {webhook} review of {name}"), Duration::from_secs(20), || {
-        reviews_of(cluster, name).into_iter().find(|r| r["webhook"] == webhook && r["operation"] == "CREATE")
+        cluster.webhook.reviews(name).into_iter().find(|r| r["webhook"] == webhook && r["operation"] == "CREATE")
     })
 }
 
@@ -244,21 +236,7 @@ fn a_default_queue_evaluation_is_queued_suspended_and_admitted() {
 
     // The blocker leaves; Kueue admits and starts the evaluation.
     let blocker_workload = blocking["metadata"]["name"].as_str().unwrap();
-    cluster
-        .run(
-            &[
-                "patch",
-                "workload.kueue.x-k8s.io",
-                blocker_workload,
-                "-n",
-                &ns,
-                "--type=merge",
-                "-p",
-                r#"{"spec":{"active":false}}"#,
-            ],
-            None,
-        )
-        .unwrap();
+    deactivate_workload(cluster, &ns, blocker_workload).unwrap();
     let admitted = wait_admitted(cluster, &ns, &name);
     assert_eq!(admitted["status"]["admission"]["clusterQueue"], cq.as_str());
     let view = evalhub.job(&ns, &id).unwrap();

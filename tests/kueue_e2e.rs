@@ -29,7 +29,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::control_plane::{Environment, KUEUE_USER, condition_true, poll};
-use common::kueue_objects::{self, flavor, local_queue, namespace, unique, workload_priority_class as priority_class};
+use common::kueue_objects::{
+    self, deactivate_workload, flavor, local_queue, namespace, unique, workload_priority_class as priority_class,
+};
 use common::{BIN, repo};
 use serde_json::{Value, json};
 
@@ -90,16 +92,6 @@ impl Cluster {
     /// Restarts eval-admission with a policy config and re-registers it.
     fn webhook_up(&self, config: &Path) {
         self.webhook.up(Some(config)).unwrap();
-    }
-
-    /// eval-admission's review log lines for `name`.
-    fn reviews_of(&self, name: &str) -> Vec<Value> {
-        std::fs::read_to_string(self.webhook.log())
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|entry| entry["message"] == "review" && entry["name"] == name)
-            .collect()
     }
 }
 
@@ -690,19 +682,7 @@ fn run_case(cluster: &Cluster, case: &Case, index: usize, classes: &Classes) -> 
         Story::OlderEqualPriority => {
             let blocker = cluster.job_workload(&ns, "blocker").unwrap();
             let name = blocker["metadata"]["name"].as_str().unwrap();
-            cluster.ok(
-                &[
-                    "patch",
-                    "workload.kueue.x-k8s.io",
-                    name,
-                    "-n",
-                    &ns,
-                    "--type=merge",
-                    "-p",
-                    r#"{"spec":{"active":false}}"#,
-                ],
-                None,
-            );
+            deactivate_workload(cluster, &ns, name).unwrap();
         }
     }
     let (kueue_preempted, kueue_detail) = watch(cluster, &ns, case.setup);
@@ -817,7 +797,8 @@ fn only_kueue_may_unsuspend_a_queued_evaluation() {
     wait_admitted(cluster, &ns, "started");
     let reviews = wait_for("eval-admission's log of Kueue's unsuspend", Duration::from_secs(10), || {
         let reviews: Vec<Value> = cluster
-            .reviews_of("started")
+            .webhook
+            .reviews("started")
             .into_iter()
             .filter(|r| r["webhook"] == "validate" && r["operation"] == "UPDATE" && r["user"] == KUEUE_USER)
             .collect();
@@ -846,7 +827,8 @@ fn only_kueue_may_unsuspend_a_queued_evaluation() {
     cluster.create(&evaluation(&ns, "stuck", "1", &[(QUEUE_LABEL, "spare")], &[]));
     let denied = wait_for("Kueue's refused unsuspend", ADMISSION_WAIT, || {
         cluster
-            .reviews_of("stuck")
+            .webhook
+            .reviews("stuck")
             .into_iter()
             .find(|r| r["operation"] == "UPDATE" && r["user"] == KUEUE_USER && r["decision"] == "denied")
     });

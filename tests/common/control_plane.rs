@@ -739,6 +739,16 @@ impl EvalAdmission {
         self.logs.join("eval-admission.log")
     }
 
+    /// The server's log line for each review of an object named `name`, oldest first.
+    pub fn reviews(&self, name: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.log())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|entry| entry["message"] == "review" && entry["name"] == name)
+            .collect()
+    }
+
     /// The shipped configurations, each webhook pointed at this server.
     pub fn registration(&self) -> Result<Vec<Value>> {
         ["mutating.yaml", "validating.yaml"]

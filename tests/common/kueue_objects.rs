@@ -57,6 +57,23 @@ pub fn workload(kubectl: &Kubectl, namespace: &str, owner_kind: &str, owner: &st
     Ok(list["items"].as_array().and_then(|items| items.iter().find(|w| owned_by(w, owner_kind, owner)).cloned()))
 }
 
+/// Deactivates a Workload (`spec.active: false`): Kueue evicts it and frees its quota.
+pub fn deactivate_workload(kubectl: &Kubectl, namespace: &str, workload: &str) -> Result<String> {
+    kubectl.run(
+        &[
+            "patch",
+            "workload.kueue.x-k8s.io",
+            workload,
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"active":false}}"#,
+        ],
+        None,
+    )
+}
+
 pub fn owned_by(object: &Value, kind: &str, name: &str) -> bool {
     object["metadata"]["ownerReferences"]
         .as_array()
