@@ -308,6 +308,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn deep_nesting_and_size_are_refused_before_parsing() {
+        // 120 KB of nested flow mappings took 36 s in the YAML parser.
+        let started = std::time::Instant::now();
+        let error = Config::parse(&"{a: ".repeat(30_000)).unwrap_err();
+        assert!(error.contains("nested deeper than 64"), "{error}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+        let error = Config::parse(&format!("# {}\n", "x".repeat(MOST_CONFIG_BYTES))).unwrap_err();
+        assert!(error.contains("a config is at most"), "{error}");
+    }
+
+    #[test]
     fn empty_file_gives_defaults_and_typos_are_refused() {
         let config = Config::parse("").unwrap();
         assert_eq!(config.selection.selectors.len(), 4);
