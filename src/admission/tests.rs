@@ -396,3 +396,219 @@ mod policy_config {
         );
     }
 }
+
+/// What reaches the API server and the metrics besides the verdict: the
+/// request fields `decide` reads, the encoded response, the names the
+/// metrics use, and the reviews the `review` command and the tests build.
+mod plumbing {
+    use super::*;
+    use crate::admission::{BadReview, Operation, ReviewBuilder, outcome, response, review, review_noop};
+    use crate::rules::fixtures::*;
+    use crate::workload::WorkloadKind;
+    use serde_json::{Value, json};
+
+    fn queued_job() -> Value {
+        evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "eval-queue")], None)
+    }
+
+    fn request(value: &Value) -> crate::admission::Request {
+        decode(&serde_json::to_vec(value).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_webhooks_and_operations_have_their_metric_names() {
+        assert_eq!((Webhook::Mutate.as_str(), Webhook::Validate.as_str()), ("mutate", "validate"));
+        let operations =
+            [Operation::Create, Operation::Update, Operation::Delete, Operation::Connect, Operation::Unknown];
+        assert_eq!(operations.map(Operation::as_str), ["CREATE", "UPDATE", "DELETE", "CONNECT", "UNKNOWN"]);
+    }
+
+    #[test]
+    fn the_noop_baseline_answers_allowed_with_the_uid() {
+        let body = ReviewBuilder::create(WorkloadKind::Job, &queued_job()).uid("noop-1").to_bytes();
+        let (uid, answer) = review_noop(&body).unwrap();
+        assert_eq!(uid, "noop-1");
+        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(
+            answer,
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": "noop-1",
+                "allowed": true, "auditAnnotations": {"decision": "allowed", "reason": "not-a-workload"}}})
+        );
+        assert_eq!(review_noop(b"{}").unwrap_err(), BadReview("no request in the AdmissionReview".into()));
+    }
+
+    #[test]
+    fn the_builder_writes_the_reviews_the_api_server_sends() {
+        let job = queued_job();
+        let create = ReviewBuilder::create(ReviewBuilder::kind_of(&job), &job).to_value();
+        assert_eq!(create["request"]["operation"], "CREATE");
+        assert_eq!(create["request"]["options"]["kind"], "CreateOptions");
+        assert_eq!(create["request"]["oldObject"], Value::Null);
+        assert_eq!(create["request"]["namespace"], "team-a-namespace", "the object's namespace");
+        assert_eq!(create["request"]["kind"], json!({"group": "batch", "version": "v1", "kind": "Job"}));
+
+        let mut old = job.clone();
+        old["spec"]["suspend"] = json!(true);
+        let update = ReviewBuilder::update(WorkloadKind::Job, &old, &job)
+            .namespace("elsewhere")
+            .uid("u-9")
+            .user("bob")
+            .to_value();
+        assert_eq!(update["request"]["operation"], "UPDATE");
+        assert_eq!(update["request"]["options"]["kind"], "UpdateOptions");
+        assert_eq!(update["request"]["oldObject"], old);
+        assert_eq!(update["request"]["object"], job);
+        assert_eq!(update["request"]["namespace"], "elsewhere");
+        assert_eq!(update["request"]["uid"], "u-9");
+        assert_eq!(update["request"]["userInfo"]["username"], "bob");
+        let decoded = request(&update);
+        assert_eq!(
+            (decoded.operation, decoded.namespace(), decoded.uid.as_str()),
+            (Operation::Update, Some("elsewhere"), "u-9")
+        );
+        assert!(decoded.old_object.is_some());
+
+        let jobset = aiperf_jobset_value("my-benchmarks", None, &[("workers", None)]);
+        assert_eq!(ReviewBuilder::kind_of(&jobset), WorkloadKind::JobSet);
+        assert_eq!(ReviewBuilder::kind_of(&job), WorkloadKind::Job);
+    }
+
+    #[test]
+    fn the_request_namespace_wins_and_an_empty_one_falls_back_to_the_object() {
+        let job = queued_job();
+        let with_namespace = |namespace: Value| {
+            let mut review = ReviewBuilder::create(WorkloadKind::Job, &job).to_value();
+            review["request"]["namespace"] = namespace;
+            request(&review)
+        };
+        assert_eq!(with_namespace(json!("other")).namespace(), Some("other"));
+        assert_eq!(with_namespace(json!("")).namespace(), Some("team-a-namespace"));
+        assert_eq!(with_namespace(Value::Null).namespace(), Some("team-a-namespace"));
+
+        let mut nameless = job.clone();
+        nameless["metadata"]["namespace"] = json!("");
+        let mut review = ReviewBuilder::create(WorkloadKind::Job, &nameless).to_value();
+        review["request"]["namespace"] = json!("");
+        let request = request(&review);
+        assert_eq!(request.namespace(), None);
+        let error = decide(Webhook::Validate, &request, &Config::default(), &seed_state()).unwrap_err();
+        assert_eq!(error, BadReview("Job request without a namespace".into()));
+    }
+
+    #[test]
+    fn a_request_without_its_object_is_a_bad_review() {
+        let mut review = ReviewBuilder::create(WorkloadKind::Job, &queued_job()).to_value();
+        review["request"]["object"] = Value::Null;
+        let error = decide(Webhook::Validate, &request(&review), &Config::default(), &seed_state()).unwrap_err();
+        assert_eq!(error, BadReview("CREATE Job without an object".into()));
+        let update = ReviewBuilder::update(WorkloadKind::Job, &Value::Null, &queued_job()).to_value();
+        let error = decide(Webhook::Validate, &request(&update), &Config::default(), &seed_state()).unwrap_err();
+        assert_eq!(error, BadReview("UPDATE of Job without oldObject".into()));
+    }
+
+    #[test]
+    fn a_subresource_is_left_alone_and_an_empty_one_is_none() {
+        let (config, state) = (Config::default(), seed_state());
+        let missing = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "no-such-queue")], None);
+        let mut review = ReviewBuilder::create(WorkloadKind::Job, &missing).to_value();
+        review["request"]["subResource"] = json!("status");
+        let decision = validate(&config, &state, &request(&review));
+        assert_eq!((decision.allowed, decision.reason), (true, Reason::Subresource));
+        review["request"]["subResource"] = json!("");
+        let decision = validate(&config, &state, &request(&review));
+        assert_eq!((decision.allowed, decision.reason), (false, Reason::MissingLocalQueue));
+    }
+
+    #[test]
+    fn a_denial_goes_out_as_a_forbidden_status() {
+        let (config, state) = (Config::default(), seed_state());
+        let missing = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "no-such-queue")], None);
+        let body = ReviewBuilder::create(WorkloadKind::Job, &missing).uid("u-3").to_bytes();
+        let answered = review(Webhook::Validate, &body, &config, &state).unwrap();
+        let message = answered.decision.message.clone().unwrap();
+        let response = serde_json::from_slice::<Value>(&answered.body).unwrap()["response"].clone();
+        assert_eq!(
+            response,
+            json!({"uid": "u-3", "allowed": false,
+                "status": {"status": "Failure", "code": 403, "reason": "Forbidden", "message": message},
+                "auditAnnotations": {"decision": "denied", "reason": "missing-local-queue", "enforcement": "Deny"}})
+        );
+        assert_eq!(
+            (answered.uid.as_str(), answered.kind.as_str(), answered.namespace.as_str(), answered.name.as_str()),
+            ("u-3", "Job", "team-a-namespace", "evalhub-3f2a")
+        );
+        assert_eq!(
+            (answered.operation, answered.username.as_str(), answered.dry_run),
+            (Operation::Create, "kubernetes-admin", false)
+        );
+
+        // An allowed decision never carries a status, even with a message.
+        let allowed = Decision { message: Some("not sent".into()), ..Decision::allow(Reason::Checked) };
+        let response = serde_json::from_slice::<Value>(&response::encode("u", &allowed)).unwrap()["response"].clone();
+        assert!(response.get("status").is_none(), "{response}");
+    }
+
+    #[test]
+    fn the_outcome_names_the_object_by_its_name_else_generate_name_else_the_request() {
+        let mut job = queued_job();
+        job["metadata"]["name"] = Value::Null;
+        job["metadata"]["generateName"] = json!("evalhub-");
+        let mut review = ReviewBuilder::create(WorkloadKind::Job, &job).to_value();
+        review["request"]["dryRun"] = json!(true);
+        let request = request(&review);
+        let decision = Decision::allow(Reason::Checked);
+        let answered = outcome(request.clone(), decision.clone());
+        assert_eq!((answered.name.as_str(), answered.dry_run), ("evalhub-", true));
+        let mut bare = request;
+        bare.object = None;
+        bare.name = Some("from-request".into());
+        assert_eq!(outcome(bare, decision).name, "from-request");
+    }
+}
+
+/// The entry points' last step (`rules::enforce`): which denials end with the
+/// submitters' own way to fix them, and the reasons' stable labels.
+mod submitter_hints {
+    use super::*;
+    use crate::admission::ReviewBuilder;
+    use crate::rules::fixtures::*;
+    use crate::workload::WorkloadKind;
+    use serde_json::json;
+
+    #[test]
+    fn every_reason_prints_as_its_label() {
+        for reason in Reason::ALL {
+            assert_eq!(reason.to_string(), reason.as_str());
+            assert_eq!(Reason::from_label(&reason.to_string()), Some(reason));
+        }
+    }
+
+    #[test]
+    fn a_bad_namespace_default_ends_with_how_to_pick_a_queue() {
+        let state = state_with(&[
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: odd\n  annotations:\n    kueue.x-k8s.io/default-queue-name: Eval_Queue\n",
+        ]);
+        let job = evalhub_job_value("odd", &[], None);
+        let request = decode(&ReviewBuilder::create(WorkloadKind::Job, &job).to_bytes()).unwrap();
+        let decision = mutate(&Config::default(), &state, &request);
+        assert_eq!((decision.allowed, decision.reason), (false, Reason::InvalidDefaultQueue));
+        let message = decision.message.unwrap();
+        assert!(
+            message.ends_with("on the workload. EvalHub users: set queue.name in the evaluation request."),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_denial_that_offers_no_change_ends_without_a_hint() {
+        let mut old = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "eval-queue")], None);
+        old["spec"]["suspend"] = json!(true);
+        let mut new = old.clone();
+        new["metadata"]["labels"].as_object_mut().unwrap().remove("kueue.x-k8s.io/queue-name");
+        let review = ReviewBuilder::update(WorkloadKind::Job, &old, &new).user("alice");
+        let decision = validate(&Config::default(), &seed_state(), &decode(&review.to_bytes()).unwrap());
+        assert_eq!((decision.allowed, decision.reason), (false, Reason::QueueLabelRemoved));
+        let message = decision.message.unwrap();
+        assert!(message.ends_with("to run it differently, delete and recreate it."), "{message}");
+    }
+}

@@ -388,6 +388,50 @@ mod tests {
         assert_eq!(absent_in(&[&held, queue], "q"), None);
     }
 
+    #[test]
+    fn a_resource_no_group_covers_is_refused_unless_its_request_is_zero() {
+        // team-a-shared-cq covers cpu and memory only.
+        let with_gpu = |gpus: &str| {
+            let mut job = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "shared-queue")], None);
+            job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] =
+                serde_json::json!(gpus);
+            let job: crate::workload::Workload = serde_json::from_value(job).unwrap();
+            check_queued(&seed_state(), job_subject(&job)).unwrap_err()
+        };
+        let uncovered = with_gpu("1");
+        assert_eq!(uncovered.reason, Reason::ResourceUncovered, "{}", uncovered.message);
+        assert!(
+            uncovered
+                .message
+                .contains("pod set 'main' requests nvidia.com/gpu, which no resource group of the ClusterQueue covers"),
+            "{}",
+            uncovered.message
+        );
+        assert_eq!(with_gpu("0").reason, Reason::Preemptible, "a zero request is skipped, as Kueue does");
+    }
+
+    #[test]
+    fn no_smaller_request_is_offered_when_the_group_has_several_flavors() {
+        // 2 cpu wanted; each flavor has 1: the bound is not exact, so no cut is offered.
+        let cq = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: two-cq}\nspec:\n  namespaceSelector: {}\n  resourceGroups: \
+            [{coveredResources: [cpu, memory], flavors: [{name: default-flavor, resources: [{name: cpu, nominalQuota: 1}, {name: memory, nominalQuota: 64Gi}]}, \
+            {name: other-flavor, resources: [{name: cpu, nominalQuota: 1}, {name: memory, nominalQuota: 64Gi}]}]}]\n";
+        let flavor = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: other-flavor}\n";
+        let queue = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: two, namespace: team-a-namespace}\nspec: {clusterQueue: two-cq}\n";
+        let state = state_with(&[SEED_STATE, cq, flavor, queue]);
+        let job = evalhub_job("team-a-namespace", Some("two"));
+        let denial = check_queued(&state, job_subject(&job)).unwrap_err();
+        assert_eq!(denial.reason, Reason::ExceedsQuota, "{}", denial.message);
+        assert!(!denial.message.contains("request at most"), "{}", denial.message);
+    }
+
+    #[test]
+    fn a_missing_cluster_queue_is_confirmed_live_before_denying() {
+        // orphan-queue points to retired-cq: it may be applied with the Job.
+        assert_eq!(reason_in(&[], "team-a-namespace", "orphan-queue"), Err(Reason::ClusterQueueMissing));
+        assert_eq!(absent_in(&[], "orphan-queue"), Some(Absent::ClusterQueue("retired-cq".into())));
+    }
+
     fn absent_in(extra: &[&str], queue: &str) -> Option<Absent> {
         let mut documents = vec![SEED_STATE];
         documents.extend_from_slice(extra);
@@ -443,6 +487,12 @@ mod tests {
         };
         // 2 cpu wanted, 1500m at most: the cut request borrows 500m, which nobody reclaims.
         let safe = message("Never");
+        assert!(
+            safe.contains(
+                "would stay suspended forever: in ClusterQueue 'small-cq' (via LocalQueue 'small'), pod set 'main'"
+            ),
+            "{safe}"
+        );
         assert!(
             safe.contains("To fix: request at most 1500m cpu, 128Gi memory in total for pod set 'main'; or"),
             "{safe}"

@@ -342,6 +342,7 @@ fn safe_classes(view: &impl ClusterView, subject: Subject<'_>) -> Vec<PriorityCl
 mod tests {
     use super::*;
     use crate::rules::fixtures::state_with;
+    use crate::rules::fixtures::*;
 
     const FAIR_SHARING: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\n\
         data:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta2\n    kind: Configuration\n\
@@ -400,6 +401,9 @@ mod tests {
         assert_eq!(exposure_in(""), None, "flat: the preemptor needs nominal quota it does not have");
         let nested = exposure_in("parentName: root");
         assert!(matches!(nested, Some(Exposure::WithinClusterQueue { .. })), "{nested:?}");
+        let printed = nested.as_ref().unwrap().to_string();
+        assert_eq!(printed, format!("{:?}", nested.unwrap()), "printed as its debug form");
+        assert!(printed.starts_with("WithinClusterQueue { policy: LowerPriority"), "{printed}");
     }
 
     #[test]
@@ -461,5 +465,191 @@ mod tests {
         // Unless it never reclaims.
         let fair_never = state_with(&[&borrower_and_lender("Never"), FAIR_SHARING]);
         assert_eq!(exposure(&fair_never, "borrower", 0, &held()), None);
+    }
+
+    #[test]
+    fn a_preemptible_evaluation_is_told_why_and_what_would_work() {
+        let state = crate::rules::fixtures::seed_state();
+        let message = |workload: &crate::workload::Workload| {
+            let denial = crate::rules::check_queued(&state, job_subject(workload)).unwrap_err();
+            assert_eq!(denial.reason, Reason::Preemptible, "{}", denial.message);
+            denial.message
+        };
+        let unclassed = evalhub_job("team-a-namespace", Some("shared-queue"));
+        assert_eq!(
+            message(&unclassed),
+            "Job team-a-namespace/evalhub-3f2a is an evaluation that cannot checkpoint, but Kueue could preempt it and \
+             it would restart from zero: via LocalQueue 'shared-queue', ClusterQueue 'team-a-shared-cq' has \
+             preemption.withinClusterQueue LowerPriority, its priority is 0 (no priority class), and a workload at \
+             WorkloadPriorityClass 'experimental' (100) needing cpu in flavor default-flavor outranks it. To fix: submit \
+             to a LocalQueue whose ClusterQueue would admit it and cannot preempt it (eval-queue); or if it does \
+             checkpoint, annotate it eval-admission.io/checkpointing: \"true\"."
+        );
+        let routine =
+            evalhub_job_with("team-a-namespace", Some("shared-queue"), &[("kueue.x-k8s.io/priority-class", "routine")]);
+        assert!(
+            message(&routine).contains(
+                "its priority is 500 (WorkloadPriorityClass 'routine'), and a workload at WorkloadPriorityClass \
+                 'production' (1000) needing cpu"
+            ),
+            "{}",
+            message(&routine)
+        );
+        let borrowing = evalhub_job("my-benchmarks", Some("shared-gpu-queue"));
+        assert_eq!(
+            message(&borrowing),
+            "Job my-benchmarks/evalhub-3f2a is an evaluation that cannot checkpoint, but Kueue could preempt it and it \
+             would restart from zero: via LocalQueue 'shared-gpu-queue', ClusterQueue 'shared-gpu-cq' can borrow cpu in \
+             flavor default-flavor from its cohort, where ClusterQueue 'research-cq' has preemption.reclaimWithinCohort \
+             Any, so it can reclaim that quota from a workload of any priority. To fix: submit to a LocalQueue whose \
+             ClusterQueue would admit it and cannot preempt it (aiperf-queue); or if it does checkpoint, annotate it \
+             eval-admission.io/checkpointing: \"true\"."
+        );
+    }
+
+    /// With whenCanBorrow TryNextFlavor, Kueue passes over a flavor the workload
+    /// would borrow in for one where it fits its nominal quota; the flavor it
+    /// holds is the one a preemptor is named for.
+    #[test]
+    fn a_flavor_that_needs_borrowing_is_passed_over_for_one_that_does_not() {
+        let flavor_of = |f1_cpu: u32, f2_cpu: u32, try_next: bool| {
+            let fungibility = if try_next { "TryNextFlavor" } else { "Borrow" };
+            let multi = format!(
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: multi}}\nspec:\n  cohortName: pool\n  \
+                 namespaceSelector: {{}}\n  preemption: {{withinClusterQueue: LowerPriority}}\n  flavorFungibility: {{whenCanBorrow: \
+                 {fungibility}}}\n  resourceGroups: [{{coveredResources: [cpu, memory], flavors: [{{name: f1, resources: [{{name: cpu, \
+                 nominalQuota: {f1_cpu}}}, {{name: memory, nominalQuota: 64Gi}}]}}, {{name: f2, resources: [{{name: cpu, nominalQuota: \
+                 {f2_cpu}}}, {{name: memory, nominalQuota: 64Gi}}]}}]}}]\n"
+            );
+            let lender = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: lender}\nspec:\n  cohortName: pool\n  \
+                namespaceSelector: {}\n  resourceGroups: [{coveredResources: [cpu, memory], flavors: [{name: f1, resources: [{name: cpu, \
+                nominalQuota: 4}, {name: memory, nominalQuota: 64Gi}]}, {name: f2, resources: [{name: cpu, nominalQuota: 4}, \
+                {name: memory, nominalQuota: 64Gi}]}]}]\n";
+            let documents = [
+                crate::rules::fixtures::SEED_STATE,
+                &multi,
+                lender,
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f1}\n",
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f2}\n",
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: m, namespace: team-a-namespace}\nspec: {clusterQueue: multi}\n",
+            ];
+            let state = state_with(&documents);
+            // 2 cpu and 8Gi memory.
+            let job = evalhub_job("team-a-namespace", Some("m"));
+            let denial = crate::rules::check_queued(&state, job_subject(&job)).unwrap_err();
+            assert_eq!(denial.reason, Reason::Preemptible, "{}", denial.message);
+            denial.message
+        };
+        let borrowing_in_f1 = flavor_of(1, 4, true);
+        assert!(borrowing_in_f1.contains("needing cpu in flavor f2 outranks it"), "{borrowing_in_f1}");
+        let fitting_f1 = flavor_of(2, 4, true);
+        assert!(fitting_f1.contains("needing cpu in flavor f1 outranks it"), "exactly the nominal quota: {fitting_f1}");
+        let borrowing_in_both = flavor_of(1, 1, true);
+        assert!(borrowing_in_both.contains("needing cpu in flavor f1 outranks it"), "the first: {borrowing_in_both}");
+        let borrow = flavor_of(1, 4, false);
+        assert!(borrow.contains("needing cpu in flavor f1 outranks it"), "whenCanBorrow Borrow: {borrow}");
+    }
+
+    #[test]
+    fn a_workload_that_holds_nothing_cannot_be_preempted() {
+        let mut job = crate::rules::fixtures::evalhub_job_value(
+            "team-a-namespace",
+            &[("kueue.x-k8s.io/queue-name", "shared-queue")],
+            None,
+        );
+        job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] =
+            serde_json::json!({"cpu": "0", "memory": "0"});
+        let job: crate::workload::Workload = serde_json::from_value(job).unwrap();
+        assert!(crate::rules::check_queued(&crate::rules::fixtures::seed_state(), job_subject(&job)).is_ok());
+    }
+
+    #[test]
+    fn a_reclaimer_that_can_take_no_workloads_reclaims_nothing() {
+        // research-cq reclaims Any from shared-gpu-cq's borrowing; held, it admits nothing to reclaim for.
+        let held = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: research-cq}\nspec:\n  \
+            namespaceSelector: {}\n  cohortName: gpu-root\n  stopPolicy: Hold\n  preemption: {reclaimWithinCohort: Any}\n  \
+            resourceGroups: [{coveredResources: [cpu, memory, nvidia.com/gpu], flavors: [{name: default-flavor, resources: \
+            [{name: cpu, nominalQuota: 64}, {name: memory, nominalQuota: 256Gi}, {name: nvidia.com/gpu, nominalQuota: 8}]}]}]\n";
+        let job = evalhub_job("my-benchmarks", Some("shared-gpu-queue"));
+        let seed = crate::rules::fixtures::seed_state();
+        assert_eq!(crate::rules::check_queued(&seed, job_subject(&job)).unwrap_err().reason, Reason::Preemptible);
+        let state = state_with(&[crate::rules::fixtures::SEED_STATE, held]);
+        assert!(crate::rules::check_queued(&state, job_subject(&job)).is_ok());
+    }
+
+    #[test]
+    fn a_reclaimer_that_reclaims_from_lower_priorities_only_leaves_a_top_priority_alone() {
+        let lower = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: research-cq}\nspec:\n  \
+            namespaceSelector: {}\n  cohortName: gpu-root\n  preemption: {reclaimWithinCohort: LowerPriority}\n  \
+            resourceGroups: [{coveredResources: [cpu, memory, nvidia.com/gpu], flavors: [{name: default-flavor, resources: \
+            [{name: cpu, nominalQuota: 64}, {name: memory, nominalQuota: 256Gi}, {name: nvidia.com/gpu, nominalQuota: 8}]}]}]\n";
+        let top = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: top}\nvalue: 2000001000\n";
+        let state = state_with(&[crate::rules::fixtures::SEED_STATE, lower, top]);
+        let job = evalhub_job("my-benchmarks", Some("shared-gpu-queue"));
+        let denial = crate::rules::check_queued(&state, job_subject(&job)).unwrap_err();
+        assert_eq!(denial.reason, Reason::Preemptible, "{}", denial.message);
+        assert!(
+            denial.message.contains(
+                "where ClusterQueue 'research-cq' has preemption.reclaimWithinCohort LowerPriority, its priority is 0 (no \
+                 priority class), and WorkloadPriorityClass 'experimental' (100) outranks it. To fix: use a priority nothing \
+                 outranks (label kueue.x-k8s.io/priority-class: top (2000001000)); or"
+            ),
+            "{}",
+            denial.message
+        );
+    }
+
+    #[test]
+    fn a_priority_nothing_outranks_is_offered_as_the_change_kueue_reads() {
+        // Classes above every system class: nothing can outrank them in shared-queue.
+        let state = state_with(&[
+            crate::rules::fixtures::SEED_STATE,
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: top}\nvalue: 2000001000\n",
+            "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: pc-top}\nvalue: 2000001000\n",
+        ]);
+        let denial = |workload: &crate::workload::Workload, subject: fn(&crate::workload::Workload) -> Subject<'_>| {
+            let denial = crate::rules::check_queued(&state, subject(workload)).unwrap_err();
+            assert_eq!(denial.reason, Reason::Preemptible, "{}", denial.message);
+            denial
+        };
+        // A Job without the label: the label or its pods' class.
+        let unlabelled = denial(&evalhub_job("team-a-namespace", Some("shared-queue")), job_subject);
+        assert!(
+            unlabelled.message.contains(
+                "To fix: use a priority nothing outranks (priorityClassName: pc-top in the pod template (2000001000) or \
+                 label kueue.x-k8s.io/priority-class: top (2000001000)); or submit to a LocalQueue"
+            ),
+            "{}",
+            unlabelled.message
+        );
+        assert_eq!(
+            unlabelled.ways_out[..2],
+            [
+                WayOut::PodPriorityClass { location: "spec.template".into(), class: Some("pc-top".into()) },
+                WayOut::WorkloadPriorityClass(Some("top".into())),
+            ]
+        );
+        // With the label, only another WorkloadPriorityClass (the label wins).
+        let labelled =
+            evalhub_job_with("team-a-namespace", Some("shared-queue"), &[("kueue.x-k8s.io/priority-class", "routine")]);
+        let labelled = denial(&labelled, job_subject);
+        assert!(
+            labelled.message.contains("(label kueue.x-k8s.io/priority-class: top (2000001000)); or submit"),
+            "{}",
+            labelled.message
+        );
+        // A JobSet's pods are in its replicated jobs: only the label is offered.
+        let mut jobset = aiperf_jobset_value("team-a-namespace", Some("shared-queue"), &[("workers", None)]);
+        jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["resources"] =
+            serde_json::json!({"requests": {"cpu": "1"}});
+        let jobset: crate::workload::Workload = serde_json::from_value(jobset).unwrap();
+        let jobset = denial(&jobset, jobset_subject);
+        assert_eq!(
+            jobset.ways_out.first(),
+            Some(&WayOut::WorkloadPriorityClass(Some("top".into()))),
+            "{}",
+            jobset.message
+        );
+        assert!(!jobset.message.contains("pc-top"), "{}", jobset.message);
     }
 }

@@ -219,4 +219,43 @@ mod tests {
             "Kueue's own unsuspend still passes"
         );
     }
+
+    #[test]
+    fn an_owner_changed_on_update_is_judged_as_its_own() {
+        let config = Config::default();
+        let state = with_jobset("js", "uid-1");
+        let running = |mut workload: Workload| {
+            workload = workload.with_label(QUEUE_NAME_LABEL, Some("eval-queue"));
+            workload.spec.get_or_insert_default().suspend = Some(false);
+            workload
+        };
+        // The new reference names a JobSet that exists; the old one named another (by name, then by uid).
+        for (old_name, old_uid) in [("js-old", "uid-1"), ("js", "uid-0")] {
+            let old = queued_and_suspended(owned_by(old_name, old_uid));
+            let new = running(owned_by("js", "uid-1"));
+            let Verdict::Deny(denial) = validate_update(&config, &state, job_subject(&new), &old, "alice") else {
+                panic!("{old_name} {old_uid}: unsuspending is still refused")
+            };
+            assert_eq!(denial.reason, Reason::UnsuspendNotAllowed, "{old_name} {old_uid}");
+        }
+    }
+
+    #[test]
+    fn removing_the_reference_is_not_offered_when_the_namespace_default_would_refuse_the_job() {
+        let config = Config::default();
+        let mut state = seed_state();
+        // The namespace's default is a queue that could preempt an evaluation.
+        state.apply(ClusterObject::Namespace {
+            name: NAMESPACE.into(),
+            info: crate::cluster::objects::NamespaceInfo {
+                default_queue: Some("shared-queue".into()),
+                ..Default::default()
+            },
+        });
+        let Verdict::Deny(denial) = mutate_create(&config, &state, job_subject(&owned_by("js", "u"))) else {
+            panic!("refused")
+        };
+        assert_eq!(denial.reason, Reason::UnverifiedOwner);
+        assert!(denial.message.ends_with("To fix: create it through its JobSet."), "{}", denial.message);
+    }
 }

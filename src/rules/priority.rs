@@ -535,6 +535,31 @@ mod tests {
         assert_eq!(denial.reason, Reason::MissingPriorityClass);
         assert!(denial.message.contains("PriorityClass 'missing-pc' in replicatedJobs[workers]"), "{}", denial.message);
         assert!(!denial.message.contains("system-"), "system classes are not offered: {}", denial.message);
+        assert!(
+            denial.message.contains("PriorityClasses that would let it through: gpu-batch (200)."),
+            "{}",
+            denial.message
+        );
+        assert!(
+            denial.message.contains("which does not exist, so Kueue would never create its Workload and it would stay"),
+            "{}",
+            denial.message
+        );
+        // Another pod set naming a missing class: Kueue admits it, the API server refuses its pods.
+        let jobset = aiperf_jobset(
+            "my-benchmarks",
+            Some("aiperf-queue"),
+            &[("controller", Some("gpu-batch")), ("workers", Some("missing-pc"))],
+        );
+        let denial = check_pod_priority_classes(&state, jobset_subject(&jobset), Explain::WaysOut).unwrap_err();
+        assert_eq!(denial.reason, Reason::PodsWouldBeRefused);
+        assert!(
+            denial.message.contains(
+                "which does not exist, so its pods would be refused by the API server while Kueue holds quota for it."
+            ),
+            "{}",
+            denial.message
+        );
     }
 
     #[test]

@@ -317,6 +317,8 @@ mod tests {
         assert_eq!(edit_distance("eval-queu", "eval-queue"), 1);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("sitting", "kitten"), 3, "symmetric");
+        assert_eq!(edit_distance("abc", ""), 3, "deleting every character");
         assert!(is_valid_queue_name("eval-queue.v2"));
         for bad in ["", "Eval", "-a", "a-", "a_b", "a..b", "a.-b", &"a".repeat(64)] {
             assert!(!is_valid_queue_name(bad), "{bad:?}");

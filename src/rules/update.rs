@@ -136,6 +136,37 @@ mod tests {
     }
 
     #[test]
+    fn a_running_job_edited_in_its_own_queue_is_no_queue_change() {
+        let (config, state) = (Config::default(), seed_state());
+        let running = suspended(evalhub_job("team-a-namespace", Some("eval-queue")), false);
+        let edited = relabel(running.clone(), "team", Some("a"));
+        assert_eq!(check_update(&config, &state, job_subject(&edited), &running, "alice"), Ok((Vec::new(), false)));
+    }
+
+    #[test]
+    fn a_changed_queue_or_priority_that_passes_is_checked_and_reported_changed() {
+        let (config, state) = (Config::default(), seed_state());
+        let old = suspended(
+            evalhub_job_with(
+                "team-a-namespace",
+                Some("eval-queue"),
+                &[("kueue.x-k8s.io/priority-class", "production")],
+            ),
+            true,
+        );
+        let lowered = relabel(old.clone(), "kueue.x-k8s.io/priority-class", Some("routine"));
+        let (warnings, changed) = check_update(&config, &state, job_subject(&lowered), &old, "alice").unwrap();
+        assert!(changed, "a priority change is a change");
+        assert_eq!(warnings.len(), 1, "checked like a new one: {warnings:?}");
+        assert!(warnings[0].starts_with("Kueue's waitForPodsReady is on"), "{warnings:?}");
+
+        let held = relabel(old.clone(), QUEUE_NAME_LABEL, Some("held-queue"));
+        let (warnings, changed) = check_update(&config, &state, job_subject(&old), &held, "alice").unwrap();
+        assert!(changed, "a queue change is a change");
+        assert_eq!(warnings.len(), 1, "checked like a new one: {warnings:?}");
+    }
+
+    #[test]
     fn unrelated_updates_are_not_rechecked() {
         let (config, state) = (Config::default(), seed_state());
         // The queue was deleted after creation: a finalizer edit must still pass.
