@@ -240,14 +240,28 @@ fn cel_string(text: &str) -> String {
         match c {
             '\'' => out.push_str("\\'"),
             '\\' => out.push_str("\\\\"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+            // Controls, and what YAML would read as a line break or refuse in
+            // the block scalar that carries the expression (U+2028, U+2029, the
+            // BOM, noncharacters), go as escapes: the API server then compiles
+            // exactly the string the config holds.
+            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}') || is_noncharacter(c) => {
+                if (c as u32) <= 0xffff {
+                    let _ = write!(out, "\\u{:04x}", c as u32);
+                } else {
+                    let _ = write!(out, "\\U{:08x}", c as u32);
+                }
             }
             c => out.push(c),
         }
     }
     out.push('\'');
     out
+}
+
+/// Unicode's noncharacters: U+FDD0..U+FDEF and the last two code points of every plane.
+fn is_noncharacter(c: char) -> bool {
+    let code = c as u32;
+    (0xfdd0..=0xfdef).contains(&code) || code & 0xfffe == 0xfffe
 }
 
 #[cfg(test)]
@@ -319,5 +333,8 @@ mod tests {
     #[test]
     fn cel_strings_are_escaped() {
         assert_eq!(cel_string("a'b\\c\n"), "'a\\'b\\\\c\\u000a'");
+        // Found by the config fuzz target: YAML reads these as line breaks or refuses them.
+        assert_eq!(cel_string("a\u{2028}b\u{2029}\u{feff}"), "'a\\u2028b\\u2029\\ufeff'");
+        assert_eq!(cel_string("\u{fdd0}\u{fffe}\u{1ffff}é"), "'\\ufdd0\\ufffe\\U0001ffffé'");
     }
 }
