@@ -103,8 +103,8 @@ run_one() {
   if [ "$mode" = long ]; then
     # Keep the corpus small: only the inputs that add coverage (libFuzzer -merge=1).
     rm -rf "$corpus.merged" && mkdir -p "$corpus.merged"
-    if "$BIN_DIR/$target" -merge=1 -max_len="$(max_len "$target")" -timeout="$TIMEOUT" -rss_limit_mb="$RSS_MB" \
-      "$corpus.merged" "$corpus" >"$log.merge" 2>&1; then
+    if "$BIN_DIR/$target" -merge=1 -artifact_prefix="$artifacts/" -max_len="$(max_len "$target")" \
+      -timeout="$TIMEOUT" -rss_limit_mb="$RSS_MB" "$corpus.merged" "$corpus" >"$log.merge" 2>&1; then
       rm -rf "$corpus" && mv "$corpus.merged" "$corpus"
       echo "  $target: corpus merged to $(ls "$corpus" | wc -l) files ($(du -sh "$corpus" | cut -f1))"
     else

@@ -2,15 +2,16 @@
 //! config that parses must render its webhook configurations
 //! (`manifests::render`, what `eval-admission manifests` writes) as YAML the
 //! API server can read (a plain YAML parse), one object per file, whose CEL
-//! conditions carry every selector label and Kueue identity as the CEL string
-//! literal the renderer meant (nothing lost or folded by YAML). Three fixed reviews are then
-//! decided under it with the invariants of `check_review`. The one open
-//! finding is let pass unless EVAL_ADMISSION_FUZZ_STRICT=1 (`open_finding`).
+//! conditions hold every selector label key and value, owner kind and group,
+//! and Kueue identity of the config as a string literal that CEL decodes to
+//! exactly that string (nothing lost, folded or mangled by YAML or escaping).
+//! Three fixed reviews are then decided under it with the invariants of
+//! `check_review`.
 #![no_main]
 
 use eval_admission::config::Config;
 use eval_admission::manifests;
-use eval_admission_fuzz::{WEBHOOKS, check_review, fixed_bodies, state, strict, write_seeds_if_asked};
+use eval_admission_fuzz::{WEBHOOKS, check_review, fixed_bodies, state, write_seeds_if_asked};
 use libfuzzer_sys::fuzz_target;
 use serde::Deserialize as _;
 use serde_json::Value;
@@ -34,9 +35,6 @@ fuzz_target!(
 
 fn check_rendered(config: &Config) {
     let rendered = manifests::render(config, "fuzz");
-    if open_finding(config) && !strict() {
-        return;
-    }
     let mut conditions = String::new();
     for (file, text) in rendered.files() {
         // A plain YAML parse, as kubectl's: state_file::documents adds the
@@ -55,49 +53,75 @@ fn check_rendered(config: &Config) {
             }
         }
     }
+    let literals = cel_literals(&conditions);
+    let mut wanted: Vec<String> = config.kueue_controller_usernames.clone();
     if !config.selection.all_workloads {
         for selector in config.selection.selectors.iter().filter(|s| !s.kinds.is_empty()) {
             for (key, value) in &selector.match_labels {
-                for literal in [cel_string(key), cel_string(value)] {
-                    assert!(conditions.contains(&literal), "the label literal {literal} is not in the CEL:\n{conditions}");
+                wanted.extend([key.clone(), value.clone()]);
+            }
+            for owner in &selector.controlled_by {
+                wanted.push(owner.kind.clone());
+                if !owner.api_group.is_empty() {
+                    wanted.push(format!("{}/", owner.api_group));
                 }
             }
         }
     }
-    for name in &config.kueue_controller_usernames {
-        let literal = cel_string(name);
-        assert!(conditions.contains(&literal), "the username literal {literal} is not in the CEL:\n{conditions}");
+    for text in wanted {
+        assert!(literals.contains(&text), "no CEL string literal in the rendered conditions is {text:?}:\n{conditions}");
     }
 }
 
-/// The open finding (fuzz/artifacts-found/config/open/): a config string that
-/// reaches the CEL of the rendered webhooks holding a character YAML reads as
-/// a line break (U+2028, U+2029) or does not allow at all (U+FFFE, U+FFFF):
-/// the renderer's `cel_string` escapes only the Cc controls, so the rendered
-/// file is not YAML. Its rendering is not checked unless EVAL_ADMISSION_FUZZ_STRICT=1.
-fn open_finding(config: &Config) -> bool {
-    let not_yaml = |c: char| {
-        !c.is_control()
-            && (matches!(c, '\u{2028}' | '\u{2029}')
-                || !matches!(c, '\u{20}'..='\u{7E}' | '\u{A0}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..))
-    };
-    let selectors = config.selection.selectors.iter();
-    let labels = selectors.clone().flat_map(|s| s.match_labels.iter()).flat_map(|(k, v)| [k, v]);
-    let owners = selectors.flat_map(|s| s.controlled_by.iter()).flat_map(|o| [&o.api_group, &o.kind]);
-    labels.chain(owners).chain(&config.kueue_controller_usernames).any(|text| text.chars().any(not_yaml))
-}
-
-/// A CEL single-quoted string literal, as src/manifests.rs writes one.
-fn cel_string(text: &str) -> String {
-    let mut out = String::from("'");
-    for c in text.chars() {
-        match c {
-            '\'' => out.push_str("\\'"),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
+/// The string literals of CEL expressions, decoded: `'…'` and `"…"` with
+/// CEL's escapes (cel-spec, "String and Bytes Values"). A literal that does
+/// not end on its line, or an escape CEL does not have, is a condition the
+/// API server cannot compile: a panic.
+fn cel_literals(expressions: &str) -> Vec<String> {
+    let mut literals = Vec::new();
+    let mut chars = expressions.chars();
+    let fail = |what: &str| -> ! { panic!("{what} in the rendered CEL:\n{expressions}") };
+    while let Some(c) = chars.next() {
+        if c != '\'' && c != '"' {
+            continue;
         }
+        let quote = c;
+        let mut literal = String::new();
+        loop {
+            match chars.next() {
+                None | Some('\n' | '\r') => fail("a string literal that does not end on its line"),
+                Some(c) if c == quote => break,
+                Some('\\') => {
+                    let decoded = match chars.next() {
+                        Some(c @ ('\\' | '\'' | '"' | '`' | '?')) => Some(c),
+                        Some('a') => Some('\u{7}'),
+                        Some('b') => Some('\u{8}'),
+                        Some('f') => Some('\u{c}'),
+                        Some('n') => Some('\n'),
+                        Some('r') => Some('\r'),
+                        Some('t') => Some('\t'),
+                        Some('v') => Some('\u{b}'),
+                        Some('x' | 'X') => digits(&mut chars, "", 2, 16),
+                        Some('u') => digits(&mut chars, "", 4, 16),
+                        Some('U') => digits(&mut chars, "", 8, 16),
+                        Some(first @ '0'..='3') => digits(&mut chars, &first.to_string(), 2, 8),
+                        _ => None,
+                    };
+                    literal.push(decoded.unwrap_or_else(|| fail("an escape CEL does not have")));
+                }
+                Some(c) => literal.push(c),
+            }
+        }
+        literals.push(literal);
     }
-    out.push('\'');
-    out
+    literals
+}
+
+/// The code point of an escape: `count` more digits in `radix` after `first`.
+fn digits(chars: &mut std::str::Chars, first: &str, count: usize, radix: u32) -> Option<char> {
+    let text: String = chars.by_ref().take(count).collect();
+    if text.chars().count() != count || !text.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u32::from_str_radix(&format!("{first}{text}"), radix).ok().and_then(char::from_u32)
 }

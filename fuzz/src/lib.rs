@@ -195,13 +195,6 @@ pub fn check_all(body: &[u8], state: &ClusterState) {
     }
 }
 
-/// EVAL_ADMISSION_FUZZ_STRICT=1: fail on the open findings too, which the
-/// targets otherwise let pass so fuzzing goes on past them (fuzz/README.md).
-pub fn strict() -> bool {
-    static STRICT: OnceLock<bool> = OnceLock::new();
-    *STRICT.get_or_init(|| std::env::var_os("EVAL_ADMISSION_FUZZ_STRICT").is_some_and(|v| v != "0"))
-}
-
 // ---- seeds ----
 
 /// Called from each target's `init`: when EVAL_ADMISSION_FUZZ_SEEDS names a
