@@ -1,7 +1,7 @@
 //! Realistic review bodies for the benchmarks, shaped like what the API server
 //! sends: an EvalHub Job as `kubectl create` leaves it (managedFields included),
-//! about 10 KB; an AIPerf JobSet with a controller and workers, about 40 KB;
-//! and a Job UPDATE carrying both objects.
+//! 8.5 KB as a review, with 4.9 KB and 9.7 KB variants; an AIPerf JobSet with a
+//! controller and workers, about 42 KB; and a Job UPDATE carrying both objects.
 
 #![allow(dead_code)]
 
@@ -47,6 +47,12 @@ fn managed_fields(object: &Value) -> Value {
 }
 
 pub fn evalhub_job(namespace: &str) -> Value {
+    evalhub_job_with_env(namespace, 40, 12)
+}
+
+/// The EvalHub Job with `adapter_env` and `sidecar_env` variables in its two
+/// containers: the knob that sets the body's size.
+pub fn evalhub_job_with_env(namespace: &str, adapter_env: usize, sidecar_env: usize) -> Value {
     let labels = json!({"app": "evalhub", "component": "evaluation-job", "job_id": "3f2a9c1e-0b7d-4d5e-9a51-6c2f1e8b7a10",
         "provider_id": "lm_evaluation_harness", "benchmark_id": "mmlu", "benchmark_index": "0",
         "evalhub_instance_name": "evalhub", "evalhub_instance_namespace": namespace});
@@ -59,8 +65,8 @@ pub fn evalhub_job(namespace: &str) -> Value {
             "template": {"metadata": {"labels": labels},
                 "spec": {"restartPolicy": "Never", "serviceAccountName": "evalhub-jobs", "dnsPolicy": "ClusterFirst",
                     "schedulerName": "default-scheduler", "terminationGracePeriodSeconds": 30, "securityContext": {},
-                    "containers": [container("adapter", "quay.io/evalhub/lm-evaluation-harness-adapter:v0.4.1", 40),
-                                   container("sidecar", "quay.io/evalhub/results-sidecar:v0.4.1", 12)],
+                    "containers": [container("adapter", "quay.io/evalhub/lm-evaluation-harness-adapter:v0.4.1", adapter_env),
+                                   container("sidecar", "quay.io/evalhub/results-sidecar:v0.4.1", sidecar_env)],
                     "volumes": [{"name": "job-spec", "configMap": {"name": "evalhub-3f2a9c1e-spec", "defaultMode": 420}},
                                 {"name": "cache", "emptyDir": {}}]}}},
         "status": {},
@@ -103,6 +109,22 @@ fn review(builder: ReviewBuilder, user: &str) -> Vec<u8> {
 pub fn job_create() -> Vec<u8> {
     review(
         ReviewBuilder::create(Job, &evalhub_job("team-a-namespace")),
+        "system:serviceaccount:team-a-namespace:evalhub",
+    )
+}
+
+/// A smaller EvalHub Job CREATE, about 4 KB (8 and 2 environment variables).
+pub fn job_create_4k() -> Vec<u8> {
+    review(
+        ReviewBuilder::create(Job, &evalhub_job_with_env("team-a-namespace", 8, 2)),
+        "system:serviceaccount:team-a-namespace:evalhub",
+    )
+}
+
+/// A larger EvalHub Job CREATE, about 10 KB (52 and 14 environment variables).
+pub fn job_create_10k() -> Vec<u8> {
+    review(
+        ReviewBuilder::create(Job, &evalhub_job_with_env("team-a-namespace", 52, 14)),
         "system:serviceaccount:team-a-namespace:evalhub",
     )
 }

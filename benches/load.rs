@@ -1,8 +1,15 @@
 //! The server under load: `serve --noop` (same binary, TLS and HTTP stack, answers
 //! allow with the uid echoed) beside the full server, each pinned to CPU 0 with
 //! this load generator on CPU 1. HTTP/1.1 keep-alive, as the API server uses.
-//! Open loop at a sweep of fixed rates: each request is sent when due, whether
-//! or not earlier ones were answered, so a slow server cannot slow the load down.
+//! Two ways of loading it, both reported:
+//! - open loop at fixed rates (a sweep for the Job CREATE): each request is sent
+//!   when due, whether or not earlier ones were answered, so a slow server cannot
+//!   slow the load down; at low rates the server idles between requests and pays
+//!   for waking up, which both servers pay alike;
+//! - closed loop: [`CONNECTIONS`] connections each send the next request as soon
+//!   as the last is answered, so the server is as busy as the generator can make
+//!   it; CPU per review there is the least noisy figure.
+//!
 //! Noop and full runs alternate. Writes $BENCH_OUT/load.json.
 //!
 //! `BENCH_BASELINE=/path/to/eval-admission`: an A/B of a change instead; the
@@ -82,6 +89,51 @@ async fn run(client: &reqwest::Client, url: &str, body: &Body, rate: f64, durati
     }
 }
 
+/// Closed loop: every connection sends its next request when the last is answered.
+async fn run_closed(client: &reqwest::Client, url: &str, body: &Body, duration: Duration, pid: u32) -> Run {
+    let body = axum::body::Bytes::from(body.clone());
+    let cpu_before = harness::cpu_time(pid);
+    let start = Instant::now();
+    let deadline = start + duration;
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..CONNECTIONS {
+        let (client, url, body) = (client.clone(), url.to_string(), body.clone());
+        tasks.spawn(async move {
+            let (mut latencies, mut errors) = (Vec::new(), 0usize);
+            while Instant::now() < deadline {
+                let sent_at = Instant::now();
+                let ok = match client.post(&url).header("content-type", "application/json").body(body.clone()).send().await {
+                    Ok(response) => response.status() == 200 && response.bytes().await.is_ok(),
+                    Err(_) => false,
+                };
+                if ok {
+                    latencies.push(sent_at.elapsed().as_secs_f64() * 1000.0);
+                } else {
+                    errors += 1;
+                }
+            }
+            (latencies, errors)
+        });
+    }
+    let (mut latencies, mut errors) = (Vec::new(), 0);
+    while let Some(Ok((mut some, failed))) = tasks.join_next().await {
+        latencies.append(&mut some);
+        errors += failed;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let cpu = harness::cpu_time(pid).saturating_sub(cpu_before);
+    latencies.sort_by(|a, b| a.total_cmp(b));
+    let completed = latencies.len().max(1);
+    Run {
+        offered: 0.0,
+        achieved: latencies.len() as f64 / elapsed,
+        p50_ms: harness::quantile(&latencies, 0.50),
+        p99_ms: harness::quantile(&latencies, 0.99),
+        errors,
+        cpu_us_per_review: cpu.as_secs_f64() * 1e6 / completed as f64,
+    }
+}
+
 fn summarize(runs: &[Run]) -> Value {
     let pick = |f: fn(&Run) -> f64| harness::median(&mut runs.iter().map(f).collect::<Vec<_>>());
     json!({
@@ -147,15 +199,17 @@ fn main() {
         .map(|list| list.split(',').filter_map(|r| r.trim().parse().ok()).collect())
         .unwrap_or(rates);
     let repeats = std::env::var("BENCH_REPEATS").ok().and_then(|r| r.parse().ok()).unwrap_or(repeats);
-    // The other shapes are compared at one moderate rate.
-    let fixed_rate = if smoke { 300.0 } else { 2000.0 };
+    // The other shapes are compared at one moderate rate, and in the closed loop.
+    let fixed_rate = if smoke { 300.0 } else { 4000.0 };
     let job_create = fixtures::job_create();
     let cases: Vec<(&str, &str, Body, Vec<f64>)> = vec![
+        ("job-create-4k", "/mutate", fixtures::job_create_4k(), vec![fixed_rate]),
         ("job-create", "/mutate", job_create.clone(), rates.clone()),
+        ("job-create-10k", "/mutate", fixtures::job_create_10k(), vec![fixed_rate]),
         // The API server's second call on the same create: where the model of Kueue runs.
         ("job-create-validate", "/validate", fixtures::job_create_mutated(), vec![fixed_rate]),
-        ("jobset-create", "/mutate", fixtures::jobset_create(), vec![fixed_rate]),
         ("job-update", "/validate", fixtures::job_update(), vec![fixed_rate]),
+        ("jobset-create", "/mutate", fixtures::jobset_create(), vec![fixed_rate]),
     ];
 
     let results = runtime.block_on(async {
@@ -166,14 +220,19 @@ fn main() {
         let mut results = serde_json::Map::new();
         for (case, path, body, rates) in &cases {
             let mut per_rate = Vec::new();
-            for rate in rates {
+            let mut closed = Value::Null;
+            // None: the closed loop.
+            for load in std::iter::once(None).chain(rates.iter().copied().map(Some)) {
                 let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
                 for repeat in 0..repeats {
                     // Alternate which goes first, so drift hits both alike.
                     let order = if repeat % 2 == 0 { [0, 1] } else { [1, 0] };
                     for index in order {
-                        let server = servers[index].1;
-                        let result = run(&client, &url(server, path), body, *rate, duration, server.child.id()).await;
+                        let (server, pid) = (servers[index].1, servers[index].1.child.id());
+                        let result = match load {
+                            Some(rate) => run(&client, &url(server, path), body, rate, duration, pid).await,
+                            None => run_closed(&client, &url(server, path), body, duration, pid).await,
+                        };
                         runs[index].push(result);
                         tokio::time::sleep(Duration::from_millis(200)).await;
                     }
@@ -182,15 +241,20 @@ fn main() {
                 // CPU time comes in 10 ms ticks: a short run may see none, and then there is no ratio.
                 let noop_cpu = noop_summary["cpu_us_per_review"].as_f64().unwrap();
                 let ratio = (noop_cpu > 0.0).then(|| full_summary["cpu_us_per_review"].as_f64().unwrap() / noop_cpu);
+                let load_name = load.map_or("closed".to_string(), |rate| format!("{rate} rps"));
                 println!(
-                    "{case} {rate:>6} rps: noop p50 {:.2} ms p99 {:.2} ms {:.1} us/review | full p50 {:.2} ms p99 {:.2} ms {:.1} us/review | cpu ratio {}",
-                    noop_summary["p50_ms"].as_f64().unwrap(), noop_summary["p99_ms"].as_f64().unwrap(), noop_summary["cpu_us_per_review"].as_f64().unwrap(),
-                    full_summary["p50_ms"].as_f64().unwrap(), full_summary["p99_ms"].as_f64().unwrap(), full_summary["cpu_us_per_review"].as_f64().unwrap(),
+                    "{case} {load_name:>9}: noop {:.0}/s p50 {:.2} ms p99 {:.2} ms {:.1} us/review | full {:.0}/s p50 {:.2} ms p99 {:.2} ms {:.1} us/review | cpu ratio {}",
+                    noop_summary["achieved_rps"].as_f64().unwrap(), noop_summary["p50_ms"].as_f64().unwrap(), noop_summary["p99_ms"].as_f64().unwrap(), noop_summary["cpu_us_per_review"].as_f64().unwrap(),
+                    full_summary["achieved_rps"].as_f64().unwrap(), full_summary["p50_ms"].as_f64().unwrap(), full_summary["p99_ms"].as_f64().unwrap(), full_summary["cpu_us_per_review"].as_f64().unwrap(),
                     ratio.map_or("n/a".to_string(), |r| format!("{r:.2}")),
                 );
-                per_rate.push(json!({"rate": rate, "noop": noop_summary, "full": full_summary, "cpu_ratio_full_over_noop": ratio}));
+                let summary = json!({"noop": noop_summary, "full": full_summary, "cpu_ratio_full_over_noop": ratio});
+                match load {
+                    Some(rate) => per_rate.push(json!({"rate": rate, "noop": summary["noop"], "full": summary["full"], "cpu_ratio_full_over_noop": ratio})),
+                    None => closed = summary,
+                }
             }
-            results.insert(case.to_string(), json!({"path": path, "body_bytes": body.len(), "runs": per_rate}));
+            results.insert(case.to_string(), json!({"path": path, "body_bytes": body.len(), "runs": per_rate, "closed": closed}));
         }
         results
     });
