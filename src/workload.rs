@@ -79,6 +79,14 @@ impl fmt::Display for WorkloadKind {
     }
 }
 
+/// A string decoded from a review: up to 24 bytes are held inline, so label
+/// keys and values, resource names and quantities, the bulk of what a review
+/// decodes, cost no allocation.
+pub type Text = compact_str::CompactString;
+
+/// Label keys to values.
+pub type Labels = BTreeMap<Text, Text>;
+
 /// A Job or JobSet, pruned to what the rules read.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(remote = "Self")]
@@ -102,7 +110,7 @@ pub struct Metadata {
     pub namespace: Option<String>,
     /// `None` when the object has no labels map (the patch must then add the map).
     #[serde(default)]
-    pub labels: Option<BTreeMap<String, String>>,
+    pub labels: Option<Labels>,
     #[serde(default)]
     pub annotations: Option<SelectedAnnotations>,
     #[serde(default)]
@@ -252,7 +260,7 @@ pub struct ResourceRequirements {
 }
 
 /// A `ResourceList` (resource name to quantity), quantities still raw JSON.
-pub type ResourceList = Tolerant<BTreeMap<String, Value>>;
+pub type ResourceList = Tolerant<BTreeMap<Text, Value>>;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(remote = "Self")]
@@ -446,13 +454,13 @@ pub struct PodSetRequests {
     /// outside `1..count`. Always `None` for a JobSet.
     pub min_count: Option<i64>,
     /// Per pod, milli-units.
-    pub per_pod: BTreeMap<String, i64>,
+    pub per_pod: BTreeMap<Text, i64>,
     /// `per_pod` times `count` (in Kueue's units, saturating), milli-units.
-    pub total: BTreeMap<String, i64>,
+    pub total: BTreeMap<Text, i64>,
 }
 
 /// Exact per-pod requests before Kueue's integer conversion.
-type ExactRequests = BTreeMap<String, Quantity>;
+type ExactRequests = BTreeMap<Text, Quantity>;
 
 impl PodSetRequests {
     fn new(name: String, count: i64, min_count: Option<i64>, requests: &ExactRequests) -> Self {
@@ -687,7 +695,7 @@ impl PodTemplateAt {
 
 impl Workload {
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.metadata.labels.as_ref()?.get(key).map(String::as_str)
+        self.metadata.labels.as_ref()?.get(key).map(Text::as_str)
     }
 
     pub fn has_labels_map(&self) -> bool {
@@ -828,7 +836,7 @@ impl Workload {
         let mut changed = self.clone();
         let labels = changed.metadata.labels.get_or_insert_with(BTreeMap::new);
         match value {
-            Some(value) => labels.insert(key.to_string(), value.to_string()),
+            Some(value) => labels.insert(key.into(), value.into()),
             None => labels.remove(key),
         };
         changed
@@ -898,8 +906,8 @@ mod tests {
         pod_sets.remove(0)
     }
 
-    fn milli(pairs: &[(&str, i64)]) -> BTreeMap<String, i64> {
-        pairs.iter().map(|(resource, value)| (resource.to_string(), *value)).collect()
+    fn milli(pairs: &[(&str, i64)]) -> BTreeMap<Text, i64> {
+        pairs.iter().map(|(resource, value)| (Text::from(*resource), *value)).collect()
     }
 
     #[test]

@@ -193,15 +193,21 @@ pub fn decide(
 }
 
 /// Encodes a decision as the response to `request`.
-pub fn outcome(request: Request, decision: Decision) -> Outcome {
+pub fn outcome(mut request: Request, decision: Decision) -> Outcome {
     let body = response::encode(&request.uid, &decision);
-    let namespace = request.namespace().unwrap_or_default().to_string();
-    let name = request
-        .object
-        .as_ref()
-        .or(request.old_object.as_ref())
-        .and_then(|object| object.metadata.name.clone().or_else(|| object.metadata.generate_name.clone()))
-        .or_else(|| request.name.clone())
+    // Moved out of the request, which is done with: the log line's fields.
+    // As `Request::namespace` reads it: the request's, else the object's.
+    let namespace = match request.namespace.take().filter(|ns| !ns.is_empty()) {
+        Some(namespace) => namespace,
+        None => request.object.as_mut().and_then(|object| object.metadata.namespace.take()).unwrap_or_default(),
+    };
+    let named = |object: &mut Option<Workload>| {
+        let metadata = &mut object.as_mut()?.metadata;
+        metadata.name.take().or_else(|| metadata.generate_name.take())
+    };
+    let name = named(&mut request.object)
+        .or_else(|| named(&mut request.old_object))
+        .or_else(|| request.name.take())
         .unwrap_or_default();
     Outcome {
         body,

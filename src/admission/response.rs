@@ -54,10 +54,18 @@ struct AuditAnnotations<'a> {
 pub const DENIAL_CODE: u16 = 403;
 
 pub fn encode(uid: &str, decision: &Decision) -> Vec<u8> {
+    // Buffers sized for the common answer up front: growing them costs a copy
+    // and an allocation each time (counted in `cargo bench --bench review`).
     let patch = (!decision.patch.0.is_empty()).then(|| {
-        let json = serde_json::to_vec(&decision.patch).expect("a JSON patch always serializes");
+        let mut json = Vec::with_capacity(256);
+        serde_json::to_writer(&mut json, &decision.patch).expect("a JSON patch always serializes");
         base64::engine::general_purpose::STANDARD.encode(json)
     });
+    let message_bytes = decision.message.as_ref().map_or(0, String::len);
+    let warning_bytes: usize = decision.warnings.iter().map(|warning| warning.len() + 8).sum();
+    let mut out = Vec::with_capacity(
+        256 + uid.len() + patch.as_ref().map_or(0, String::len) + message_bytes + warning_bytes,
+    );
     let status = decision.message.as_deref().filter(|_| !decision.allowed).map(|message| StatusOut {
         status: "Failure",
         code: DENIAL_CODE,
@@ -81,5 +89,6 @@ pub fn encode(uid: &str, decision: &Decision) -> Vec<u8> {
             },
         },
     };
-    serde_json::to_vec(&review).expect("an AdmissionReview response always serializes")
+    serde_json::to_writer(&mut out, &review).expect("an AdmissionReview response always serializes");
+    out
 }

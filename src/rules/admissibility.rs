@@ -55,7 +55,7 @@ impl RequestAtMost {
         let mut cut = pod_sets.to_vec();
         for pod_set in cut.iter_mut().filter(|p| p.name == self.pod_set) {
             for (resource, most) in &self.total {
-                if let Some(amount) = pod_set.total.get_mut(resource) {
+                if let Some(amount) = pod_set.total.get_mut(resource.as_str()) {
                     *amount = (*amount).min(*most);
                 }
             }
@@ -212,7 +212,7 @@ fn assign_flavors(
     for pod_set in pod_sets {
         let mut requests = pod_set.total.clone();
         if queue.group_for("pods").is_some() {
-            requests.insert("pods".to_string(), pod_set.count.saturating_mul(1000));
+            requests.insert("pods".into(), pod_set.count.saturating_mul(1000));
         }
         let mut assigned: BTreeMap<&str, &str> = BTreeMap::new();
         for (resource, amount) in &requests {
