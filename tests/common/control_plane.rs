@@ -940,6 +940,17 @@ impl Kueue {
     fn url(&self, path: &str) -> String {
         format!("https://127.0.0.1:{}{path}", self.webhook_port)
     }
+
+    /// The port its webhook server listens on (127.0.0.1, HTTPS, a certificate from the plane's CA).
+    pub fn webhook_port(&self) -> u16 {
+        self.webhook_port
+    }
+
+    /// The pid of the process started for it (the `unshare` wrapper, which
+    /// execs `sh`, which execs `kueue`), while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(Process::pid)
+    }
 }
 
 impl Drop for Kueue {
