@@ -82,19 +82,22 @@ bench-venv:
 	@test -x $(BENCH_VENV)/bin/python || { python3 -m venv $(BENCH_VENV) && $(BENCH_VENV)/bin/pip install -q matplotlib==3.10.*; }
 
 # Every benchmark, then BENCHMARKS.md and docs/p99-vs-rate.png from the results.
+# The peers (Kueue for benches/peers.rs, Kyverno for benches/apiserver.rs) are
+# built on demand into the cache, for this target only.
 bench: build bench-venv
 	rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT)
 	$(CARGO) bench --locked --bench review -- --warm-up-time 2 --measurement-time 6
 	$(CARGO) bench --locked --bench scale
 	$(CARGO) bench --locked --bench load
 	$(CARGO) bench --locked --bench apiserver
+	$(CARGO) bench --locked --bench peers
 	$(BENCH_VENV)/bin/python benches/report.py $(BENCH_OUT) $(CARGO_TARGET_DIR)/criterion BENCHMARKS.md docs/p99-vs-rate.png
 
 # Each benchmark for a few seconds, and the report from their output: keeps them
 # working. No thresholds; the figures of a smoke run mean nothing.
 bench-smoke: build bench-venv
 	rm -rf $(BENCH_OUT)/smoke && mkdir -p $(BENCH_OUT)/smoke
-	$(CARGO) bench --locked --bench review -- --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10
+	BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench review -- --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench scale
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench load
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench apiserver

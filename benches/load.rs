@@ -212,6 +212,12 @@ fn main() {
         ("jobset-create", "/mutate", fixtures::jobset_create(), vec![fixed_rate]),
     ];
 
+    // BENCH_CASES=job-create-4k,job-update: only those.
+    let cases: Vec<_> = match std::env::var("BENCH_CASES") {
+        Ok(only) => cases.into_iter().filter(|(case, ..)| only.split(',').any(|name| name.trim() == *case)).collect(),
+        Err(_) => cases,
+    };
+
     let results = runtime.block_on(async {
         // Warm up both servers: connections, TLS sessions, allocator.
         for (_, server) in servers {
@@ -260,9 +266,9 @@ fn main() {
     });
 
     let highest = |mode: &str| -> Option<f64> {
-        results["job-create"]["runs"]
-            .as_array()
-            .unwrap()
+        results
+            .get("job-create")?["runs"]
+            .as_array()?
             .iter()
             .filter(|run| run[mode]["p99_ms"].as_f64().is_some_and(|p99| p99 <= 5.0) && run[mode]["errors"] == 0)
             .filter_map(|run| run["rate"].as_f64())
@@ -275,6 +281,7 @@ fn main() {
         "smoke": smoke,
         "cases": results,
         "highest_rate_p99_under_5ms": {"noop": highest("noop"), "full": highest("full")},
+        "fixed_rate": fixed_rate,
     });
     harness::write_json("load.json", &report);
 }
