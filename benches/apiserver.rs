@@ -1,17 +1,30 @@
 //! Through the real kube-apiserver (`cargo bench --bench apiserver`).
 //!
 //! A. End-to-end latency of Job creates from a kube client on loopback, at a
-//!    fixed concurrency, in three phases alternated round by round:
+//!    fixed concurrency, in four phases alternated round by round:
 //!    `none` (no admission for Jobs), `eval-admission` (the shipped webhook
-//!    configurations, the release server) and `mutating-admission-policy` (the
+//!    configurations, the release server), `mutating-admission-policy` (the
 //!    nearest native alternative: benches/fixtures/mutating-admission-policy.yaml,
-//!    CEL inside the API server, which can queue and suspend but check nothing).
+//!    CEL inside the API server, which can queue and suspend but check nothing)
+//!    and `kyverno` (a peer: Kyverno v1.19.1's admission controller out of
+//!    cluster, benches/kyverno.rs, with benches/fixtures/kyverno-policy.yaml,
+//!    which queues, suspends and checks the LocalQueue by apiCalls).
 //!    Every created Job is checked to carry (or, in `none`, not carry) the queue
 //!    label and `spec.suspend: true`, and the server's review counter must move
 //!    by exactly two reviews per create in `eval-admission` and not at all
-//!    otherwise. Each phase of each round has its own namespace, and its Jobs are
-//!    deleted before the next phase starts, so every phase meets the same etcd
-//!    and watch-cache size.
+//!    otherwise (likewise Kyverno's count of Job reviews in `kyverno`; Kyverno
+//!    keeps running in every phase, its ClusterPolicy deleted and none of its
+//!    webhooks matching Jobs outside its own). Each phase of each round has its
+//!    own namespace, and its Jobs are deleted before the next phase starts, so
+//!    every phase meets the same etcd and watch-cache size. With Kyverno, the
+//!    bench then posts the AdmissionReviews for its Job to Kyverno's webhooks
+//!    itself (closed loop) for Kyverno's CPU per review without the API server
+//!    in between (`kyverno_direct`).
+//!
+//!    The `kyverno` phase runs in full runs and not in `BENCH_SMOKE=1` runs
+//!    (part of `make test`, which must not build Kyverno);
+//!    APISERVER_BENCH_KYVERNO=1 or 0 forces it on or off. When on, the bench
+//!    runs hack/build-kyverno.sh (instant when built; about 20 minutes cold).
 //! B. Start-up and memory at scale from the real API server: 10,000 Namespaces
 //!    and 10,000 LocalQueues plus a handful of ClusterQueues, Cohorts,
 //!    WorkloadPriorityClasses and PriorityClasses; then `eval-admission serve`
@@ -26,7 +39,8 @@
 //! when the machine is otherwise idle). `BENCH_SMOKE=1`: 4 in flight, 20
 //! creates, 1 round, 200 namespaces (about 15 s plus the control plane's start).
 //! Sizes can be overridden: APISERVER_BENCH_CREATES, APISERVER_BENCH_ROUNDS,
-//! APISERVER_BENCH_CONCURRENCY, APISERVER_BENCH_NAMESPACES, APISERVER_BENCH_STARTS.
+//! APISERVER_BENCH_CONCURRENCY, APISERVER_BENCH_NAMESPACES, APISERVER_BENCH_STARTS;
+//! the kyverno phase: APISERVER_BENCH_KYVERNO.
 //!
 //! At 8 in flight on a small machine the API server is CPU-bound, so added
 //! latency there is mostly added API-server CPU per create times queueing;
@@ -35,6 +49,7 @@
 
 #[path = "../tests/common/control_plane.rs"]
 mod control_plane;
+mod kyverno;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -84,6 +99,8 @@ struct Settings {
     create_concurrency: usize,
     settle: Duration,
     out: PathBuf,
+    /// Whether the `kyverno` phase runs (kyverno::enabled).
+    kyverno: bool,
 }
 
 impl Settings {
@@ -109,7 +126,13 @@ impl Settings {
             create_concurrency: 32,
             settle: if smoke { Duration::from_millis(200) } else { Duration::from_secs(2) },
             out,
+            kyverno: kyverno::enabled(smoke)?,
         })
+    }
+
+    /// The phases measured, in their order within a round.
+    fn phases(&self) -> Vec<Phase> {
+        Phase::ALL.into_iter().filter(|phase| *phase != Phase::Kyverno || self.kyverno).collect()
     }
 }
 
@@ -303,16 +326,18 @@ enum Phase {
     None,
     Webhook,
     Policy,
+    Kyverno,
 }
 
 impl Phase {
-    const ALL: [Phase; 3] = [Phase::None, Phase::Webhook, Phase::Policy];
+    const ALL: [Phase; 4] = [Phase::None, Phase::Webhook, Phase::Policy, Phase::Kyverno];
 
     fn name(self) -> &'static str {
         match self {
             Phase::None => "none",
             Phase::Webhook => "eval-admission",
             Phase::Policy => "mutating-admission-policy",
+            Phase::Kyverno => "kyverno",
         }
     }
 
@@ -321,6 +346,7 @@ impl Phase {
             Phase::None => "none",
             Phase::Webhook => "webhook",
             Phase::Policy => "map",
+            Phase::Kyverno => "kyverno",
         }
     }
 
@@ -410,14 +436,22 @@ async fn wait_for_effect(api: &Api<Job>, job: &Job, mutated: bool) -> Result<()>
 }
 
 /// Switches admission for Jobs to `phase`, then waits until it is in effect.
+/// Kyverno, when it runs, keeps running in every phase; outside its own its
+/// ClusterPolicy is deleted and none of its webhooks matches Jobs (checked).
 async fn switch(
     cluster: &Cluster,
     client: &kube::Client,
     policy: &Policy,
+    kyverno: Option<&kyverno::Kyverno>,
     phase: Phase,
     probe: &Api<Job>,
     job: &Job,
 ) -> Result<()> {
+    if phase != Phase::Kyverno
+        && let Some(kyverno) = kyverno
+    {
+        kyverno.remove(client).await?;
+    }
     match phase {
         Phase::None => {
             cluster.webhook.unregister()?;
@@ -433,6 +467,13 @@ async fn switch(
             cluster.webhook.unregister()?;
             wait_for_effect(probe, job, false).await?;
             policy.install(client).await?;
+        }
+        Phase::Kyverno => {
+            let kyverno = kyverno.context("the kyverno phase without Kyverno")?;
+            cluster.webhook.unregister()?;
+            policy.remove(client).await?;
+            wait_for_effect(probe, job, false).await?;
+            kyverno.install(client).await?;
         }
     }
     wait_for_effect(probe, job, phase.mutates()).await
@@ -473,21 +514,30 @@ async fn webhook_counters(http: &reqwest::Client, admin_port: u16) -> Result<Cou
     })
 }
 
-/// CPU time (user + system) of the control plane and the webhook server, from /proc/PID/stat.
-fn cpu_seconds(cluster: &Cluster) -> BTreeMap<&'static str, f64> {
+/// CPU time (user + system) of the control plane, the webhook server and
+/// Kyverno when it runs, from /proc/PID/stat.
+fn cpu_seconds(cluster: &Cluster, kyverno: Option<&kyverno::Kyverno>) -> BTreeMap<&'static str, f64> {
     let mut out = BTreeMap::new();
     let mut pids = cluster.plane.pids();
     pids.extend(cluster.webhook.pid().map(|pid| ("eval-admission", pid)));
+    pids.extend(kyverno.map(|k| ("kyverno", k.pid)));
     for (name, pid) in pids {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        // Fields after the parenthesised command: state is field 3, utime 14, stime 15.
-        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        // USER_HZ is 100 on every Linux this runs on.
-        out.insert(name, (ticks(14) + ticks(15)) / 100.0);
+        if let Some(seconds) = process_cpu_seconds(pid) {
+            out.insert(name, seconds);
+        }
     }
     out
+}
+
+/// CPU time (user + system) of one process, from /proc/PID/stat.
+fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command: state is field 3, utime 14, stime 15.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // USER_HZ is 100 on every Linux this runs on.
+    Some((ticks(14) + ticks(15)) / 100.0)
 }
 
 struct Sample {
@@ -530,6 +580,80 @@ async fn creates(api: &Api<Job>, job: &Job, count: usize, concurrency: usize, mu
     Ok(Sample { latencies_ms, wall: started.elapsed() })
 }
 
+/// Kyverno's CPU per review without the API server in between: the bench
+/// sends Kyverno's Job webhooks the AdmissionReviews the API server would
+/// send for the bench's Job (its policy installed), closed loop, and reads
+/// Kyverno's CPU from /proc. Each review still makes Kyverno's apiCall
+/// through the API server (a Namespace GET for /mutate, a LocalQueue list for
+/// /validate): that is part of what Kyverno costs.
+async fn kyverno_reviews_direct(
+    settings: &Settings,
+    client: &kube::Client,
+    kyverno: &kyverno::Kyverno,
+    namespace: &str,
+) -> Result<Value> {
+    let (mutate_url, validate_url) = kyverno.job_webhook_urls(client).await?;
+    let dry_run = PostParams { dry_run: true, ..PostParams::default() };
+    // The object the API server sends the mutating webhooks: defaulted, with
+    // managedFields, before the name, uid and creation time are set. Made by a
+    // dry-run create in Kyverno's own namespace, which the policy excludes.
+    let plain = Api::<Job>::namespaced(client.clone(), "kyverno").create(&dry_run, &evalhub_job("kyverno")?).await?;
+    ensure!(untouched(&plain), "the dry-run Job in namespace kyverno was mutated");
+    let mut object = serde_json::to_value(&plain)?;
+    let metadata = object["metadata"].as_object_mut().context("metadata")?;
+    for key in ["name", "uid", "creationTimestamp", "resourceVersion"] {
+        metadata.remove(key);
+    }
+    metadata.insert("namespace".into(), json!(namespace));
+    // The object the validating webhooks get: mutated, named.
+    let mutated = Api::<Job>::namespaced(client.clone(), namespace).create(&dry_run, &evalhub_job(namespace)?).await?;
+    ensure!(queued(&mutated), "the dry-run Job in {namespace} was not queued by Kyverno");
+    let review = |object: Value| -> String {
+        let gvk = json!({"group": "batch", "version": "v1", "kind": "Job"});
+        let gvr = json!({"group": "batch", "version": "v1", "resource": "jobs"});
+        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "__UID__", "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+                "name": name, "namespace": namespace, "operation": "CREATE",
+                "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]},
+                "object": object, "oldObject": null, "dryRun": false,
+                "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+            },
+        })
+        .to_string()
+    };
+    fn mutated_ok(answer: &Value) -> Result<()> {
+        use base64::Engine;
+        ensure!(answer["response"]["allowed"] == true, "Kyverno refused the Job: {answer}");
+        let patch = answer["response"]["patch"].as_str().context("Kyverno sent no patch")?;
+        let patch = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(patch)?)?;
+        ensure!(patch.contains("queue-name") && patch.contains("suspend"), "Kyverno's patch: {patch}");
+        Ok(())
+    }
+    fn allowed(answer: &Value) -> Result<()> {
+        ensure!(answer["response"]["allowed"] == true, "Kyverno refused the Job: {answer}");
+        Ok(())
+    }
+    let count = (2 * settings.creates).max(100);
+    let mutate = kyverno.review_cpu(&mutate_url, &review(object), count, settings.concurrency, mutated_ok).await?;
+    let validate = kyverno
+        .review_cpu(&validate_url, &review(serde_json::to_value(&mutated)?), count, settings.concurrency, allowed)
+        .await?;
+    eprintln!(
+        "kyverno direct: /mutate {} µs CPU per review, /validate {} µs ({count} reviews each, {} in flight)",
+        mutate["cpu_us_per_review"], validate["cpu_us_per_review"], settings.concurrency
+    );
+    Ok(json!({
+        "description": "AdmissionReviews for the bench's Job posted by the bench to Kyverno's Job webhooks over HTTPS \
+            (HTTP/1.1 keep-alive, closed loop), its policy installed; cpu_us_per_review = Kyverno's user+system CPU \
+            (from /proc) per review, each review including the policy's apiCall through kube-apiserver",
+        "mutate": mutate,
+        "validate": validate,
+    }))
+}
+
 // ------------------------------------------------------------------ statistics
 
 /// Nearest-rank percentile of a sorted slice.
@@ -562,11 +686,16 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
     let admin_port = cluster.webhook.admin_port;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
     create_base(client).await?;
+    let measured = settings.phases();
+    // Kyverno, when its phase runs: started here, stopped (dropped) when this
+    // part ends however it ends, and by its parent-death signal if the bench
+    // is killed.
+    let kyverno = if settings.kyverno { Some(kyverno::Kyverno::start(&cluster.plane, client).await?) } else { None };
     // One namespace per phase and round, all made before the first measurement
     // so the webhook's watch cache holds them all along.
     let mut namespaces = BTreeMap::new();
     for round in 1..=settings.rounds {
-        for phase in Phase::ALL {
+        for &phase in &measured {
             let name = format!("lat-r{round:02}-{}", phase.short());
             create_namespace(client, &name, "bench", "bench-cq").await?;
             namespaces.insert((round, phase.name()), name);
@@ -574,21 +703,29 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
     }
 
     let mut runs = Vec::new();
-    let mut per_phase: BTreeMap<&str, Vec<[f64; 6]>> = BTreeMap::new();
+    let mut per_phase: BTreeMap<&str, Vec<[f64; 7]>> = BTreeMap::new();
     let mut pooled: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for round in 1..=settings.rounds {
-        for phase in Phase::ALL {
+        for &phase in &measured {
             let namespace = &namespaces[&(round, phase.name())];
             let api: Api<Job> = Api::namespaced(client.clone(), namespace);
             let job = evalhub_job(namespace)?;
-            switch(cluster, client, &policy, phase, &api, &job).await?;
+            switch(cluster, client, &policy, kyverno.as_ref(), phase, &api, &job).await?;
             creates(&api, &job, settings.warmup, settings.concurrency, phase.mutates()).await.context("warm-up")?;
             let counters_before = webhook_counters(&http, admin_port).await?;
-            let cpu_before = cpu_seconds(cluster);
+            let kyverno_before = match &kyverno {
+                Some(k) => k.job_reviews(&http, namespace).await?,
+                None => 0.0,
+            };
+            let cpu_before = cpu_seconds(cluster, kyverno.as_ref());
             let loadavg_1m = loadavg().split_whitespace().next().and_then(|v| v.parse::<f64>().ok());
             let sample = creates(&api, &job, settings.creates, settings.concurrency, phase.mutates()).await?;
-            let cpu_after = cpu_seconds(cluster);
+            let cpu_after = cpu_seconds(cluster, kyverno.as_ref());
             let reviews = webhook_counters(&http, admin_port).await? - counters_before;
+            let kyverno_reviews = match &kyverno {
+                Some(k) => Some(k.job_reviews(&http, namespace).await? - kyverno_before),
+                None => None,
+            };
             let cpu_ms_per_create: BTreeMap<&str, f64> = cpu_after
                 .iter()
                 .map(|(name, after)| {
@@ -613,6 +750,22 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
                 phase.name(),
                 settings.creates
             );
+            // Kyverno: a mutating and a validating review per create in its
+            // phase (validating ones again on a generateName retry), none otherwise.
+            if let Some(kyverno_reviews) = kyverno_reviews {
+                let ok = if phase == Phase::Kyverno {
+                    kyverno_reviews >= 2.0 * creates && kyverno_reviews <= 2.1 * creates
+                } else {
+                    kyverno_reviews == 0.0
+                };
+                ensure!(
+                    ok,
+                    "phase {}: Kyverno answered {kyverno_reviews} reviews of Jobs for {} creates, expected {}",
+                    phase.name(),
+                    settings.creates,
+                    if phase == Phase::Kyverno { "two per create" } else { "none" }
+                );
+            }
 
             let mut sorted = sample.latencies_ms.clone();
             sorted.sort_by(f64::total_cmp);
@@ -625,7 +778,16 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
                 phase.name()
             );
             let apiserver_cpu = cpu_ms_per_create.get("kube-apiserver").copied().unwrap_or(f64::NAN);
-            per_phase.entry(phase.name()).or_default().push([p50, p90, p99, mean, throughput, apiserver_cpu]);
+            let kyverno_cpu = cpu_ms_per_create.get("kyverno").copied().unwrap_or(f64::NAN);
+            per_phase.entry(phase.name()).or_default().push([
+                p50,
+                p90,
+                p99,
+                mean,
+                throughput,
+                apiserver_cpu,
+                kyverno_cpu,
+            ]);
             pooled.entry(phase.name()).or_default().extend(&sorted);
             runs.push(json!({
                 "round": round, "phase": phase.name(), "namespace": namespace, "creates": sorted.len(),
@@ -633,6 +795,7 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
                 "max_ms": round3(*sorted.last().unwrap()), "creates_per_second": round3(throughput),
                 "loadavg_1m_before": loadavg_1m,
                 "webhook_reviews": {"mutate": reviews.mutate, "validate": reviews.validate},
+                "kyverno_reviews": kyverno_reviews,
                 "cpu_ms_per_create": cpu_ms_per_create,
                 "verified": if phase.mutates() { "every created Job had the queue label and spec.suspend true" }
                             else { "no created Job had the queue label or spec.suspend true" },
@@ -644,10 +807,20 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
             ensure!(left.items.is_empty(), "Jobs in {namespace} were not deleted");
         }
     }
+    // Kyverno's policy is still installed: its last phase of the last round
+    // was the kyverno phase.
+    let kyverno_direct = match &kyverno {
+        Some(kyverno) => {
+            let namespace = &namespaces[&(settings.rounds, Phase::Kyverno.name())];
+            Some(kyverno_reviews_direct(settings, client, kyverno, namespace).await?)
+        }
+        None => None,
+    };
     switch(
         cluster,
         client,
         &policy,
+        kyverno.as_ref(),
         Phase::None,
         &Api::namespaced(client.clone(), &namespaces[&(1, "none")]),
         &evalhub_job(&namespaces[&(1, "none")])?,
@@ -657,7 +830,7 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
     let mut phases = serde_json::Map::new();
     let column = |phase: &str, i: usize| -> Vec<f64> { per_phase[phase].iter().map(|t| t[i]).collect() };
     let (base_p50, base_p99) = (median(&column("none", 0)), median(&column("none", 2)));
-    for phase in Phase::ALL {
+    for &phase in &measured {
         let name = phase.name();
         let (p50, p99) = (median(&column(name, 0)), median(&column(name, 2)));
         let all = pooled.get_mut(name).expect("measured");
@@ -668,6 +841,9 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
             "mean_ms": round3(median(&column(name, 3))), "creates_per_second": round3(median(&column(name, 4))),
             "apiserver_cpu_ms_per_create": round3(median(&column(name, 5))),
         });
+        if kyverno.is_some() {
+            entry["kyverno_cpu_ms_per_create"] = json!(round3(median(&column(name, 6))));
+        }
         if phase != Phase::None {
             let paired = |i: usize| -> f64 {
                 median(&column(name, i).iter().zip(column("none", i)).map(|(a, b)| a - b).collect::<Vec<_>>())
@@ -679,7 +855,17 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
         }
         phases.insert(name.into(), entry);
     }
+    let kyverno_setup = kyverno.as_ref().map(|k| {
+        json!({
+            "version": k.version(),
+            "webhook_server": format!("https://127.0.0.1:{}", k.port),
+            "policy": kyverno::POLICY_FIXTURE,
+            "flags": "--serverIP 127.0.0.1:PORT, --clientRateLimitQPS/Burst 10000, --admissionReports=false, --omitEvents=PolicyApplied,PolicySkipped, logging verbosity 2 (the Helm chart's)",
+        })
+    });
     Ok(json!({
+        "kyverno": kyverno_setup,
+        "kyverno_direct": kyverno_direct,
         "description": "End-to-end Job create latency through kube-apiserver from a kube-rs client on loopback; \
             per phase the median over rounds of each round's percentile; added_* = phase median minus the none median, \
             added_*_paired = median over rounds of (phase - none) in the same round; \
@@ -690,11 +876,16 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
         "creates_per_phase": settings.creates,
         "warmup_creates_per_phase": settings.warmup,
         "rounds": settings.rounds,
-        "order": Phase::ALL.map(Phase::name),
+        "order": measured.iter().map(|p| p.name()).collect::<Vec<_>>(),
         "phase_setup": {
             "none": "no webhook configuration or admission policy for Jobs",
             "eval-admission": "manifests/base/webhooks (mutating + validating, failurePolicy Fail) at https://127.0.0.1, release server watching the cluster",
             "mutating-admission-policy": format!("{MAP_FIXTURE} ({MAP_GROUP}/{MAP_VERSION}): queue label from the namespace annotation and spec.suspend true, no validation"),
+            "kyverno": if let Some(kyverno) = &kyverno {
+                json!(format!("Kyverno {} admission controller out of cluster (benches/kyverno.rs), {}: queue label from the namespace annotation by an apiCall, spec.suspend true, LocalQueue existence by an apiCall; it runs in every phase, its webhooks match Jobs only in its own", kyverno.version(), kyverno::POLICY_FIXTURE))
+            } else {
+                json!("not run (APISERVER_BENCH_KYVERNO=0, or a BENCH_SMOKE run without APISERVER_BENCH_KYVERNO=1)")
+            },
         },
         "isolation": "one namespace per phase and round, its Jobs deleted (propagationPolicy Background) before the next phase",
         "phases": phases,
@@ -922,17 +1113,33 @@ fn summary(report: &Value) {
             "  Job create latency, {} creates x {} rounds per phase at concurrency {} (median over rounds):",
             latency["creates_per_phase"], latency["rounds"], latency["concurrency"]
         );
-        for phase in Phase::ALL {
-            let p = &latency["phases"][phase.name()];
-            let added = if phase == Phase::None {
+        let order: Vec<&str> =
+            latency["order"].as_array().map(|o| o.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        for name in order {
+            let p = &latency["phases"][name];
+            let added = if name == Phase::None.name() {
                 String::new()
             } else {
                 let ms = |key: &str| p[key].as_f64().unwrap_or(f64::NAN);
                 format!("  (added p50 {:+.2} ms, p99 {:+.2} ms)", ms("added_p50_ms"), ms("added_p99_ms"))
             };
             let ms = |key: &str| p[key].as_f64().unwrap_or(f64::NAN);
-            println!("    {:<26} p50 {:7.2} ms  p99 {:7.2} ms{added}", phase.name(), ms("p50_ms"), ms("p99_ms"));
+            let cpu = match p["kyverno_cpu_ms_per_create"].as_f64() {
+                Some(kyverno) => format!(
+                    "  CPU ms/create: kube-apiserver {:.2}, kyverno {kyverno:.2}",
+                    ms("apiserver_cpu_ms_per_create")
+                ),
+                None => format!("  CPU ms/create: kube-apiserver {:.2}", ms("apiserver_cpu_ms_per_create")),
+            };
+            println!("    {:<26} p50 {:7.2} ms  p99 {:7.2} ms{added}{cpu}", name, ms("p50_ms"), ms("p99_ms"));
         }
+    }
+    let direct = &latency["kyverno_direct"];
+    if direct.is_object() {
+        println!(
+            "  Kyverno alone, reviews posted by the bench: /mutate {} µs, /validate {} µs of Kyverno CPU per review",
+            direct["mutate"]["cpu_us_per_review"], direct["validate"]["cpu_us_per_review"]
+        );
     }
     let scale = &report["scale_from_apiserver"];
     if scale.is_object() {
