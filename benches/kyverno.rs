@@ -29,14 +29,15 @@
 //! (kyverno_admission_review_duration_seconds) put the mutating review at
 //! about 8 ms and the validating one at about 80 ms through the API server,
 //! while the same validating review posted by the bench took about 3 ms. The
-//! likely cause is the policy's apiCall LIST of LocalQueues: a consistent list,
-//! which kube-apiserver 1.35 serves from its watch cache only once that cache
-//! has caught up with etcd's current revision (each Job create moves it), and
-//! it asks etcd for progress notifications every 100 ms
-//! (k8s.io/apiserver storage/cacher/progress). A GET of the one LocalQueue
-//! (read from etcd), or a Kyverno GlobalContextEntry (a watch inside Kyverno),
-//! would likely avoid that wait; the fixture keeps the list, which lets the
-//! refusal name the queues that do exist, as eval-admission's does.
+//! cause is the policy's apiCall LIST of LocalQueues, most likely as a
+//! consistent list, which kube-apiserver 1.35 serves from its watch cache only once that cache has
+//! caught up with etcd's current revision (each Job create moves it), asking
+//! etcd for progress notifications every 100 ms (k8s.io/apiserver
+//! storage/cacher/progress). With a GET of the one LocalQueue instead
+//! (`.../localqueues/{{ label }}`, `default: ""`, deny when empty), the
+//! kyverno phase's p50 at 1 in flight fell from about 100 ms to 19 ms in one
+//! run. The fixture keeps the list, which lets the refusal name the queues
+//! that do exist, as eval-admission's does.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
