@@ -474,9 +474,27 @@ async fn switch(
             policy.remove(client).await?;
             wait_for_effect(probe, job, false).await?;
             kyverno.install(client).await?;
+            wait_for_effect(probe, job, true).await?;
+            return refuses_missing_queue(probe, job).await;
         }
     }
     wait_for_effect(probe, job, phase.mutates()).await
+}
+
+/// The policy's validate rule at work: a dry-run create of the Job naming a
+/// LocalQueue that does not exist is refused, with the queues that do.
+async fn refuses_missing_queue(api: &Api<Job>, job: &Job) -> Result<()> {
+    let mut job = job.clone();
+    job.metadata.labels.get_or_insert_default().insert(QUEUE_LABEL.into(), "no-such-queue".into());
+    let dry_run = PostParams { dry_run: true, ..PostParams::default() };
+    match api.create(&dry_run, &job).await {
+        Err(kube::Error::Api(status))
+            if format!("{status:?}").contains("no-such-queue") && format!("{status:?}").contains(QUEUE) =>
+        {
+            Ok(())
+        }
+        other => bail!("a Job naming LocalQueue no-such-queue was not refused as expected: {other:?}"),
+    }
 }
 
 /// eval-admission's counters, summed over their other labels.
