@@ -325,17 +325,21 @@ fn untouched(job: &Job) -> bool {
 enum Phase {
     None,
     Webhook,
+    /// eval-admission again, offering HTTP/2 by ALPN (`--http2`): does the
+    /// API server's webhook client cost less over it?
+    WebhookH2,
     Policy,
     Kyverno,
 }
 
 impl Phase {
-    const ALL: [Phase; 4] = [Phase::None, Phase::Webhook, Phase::Policy, Phase::Kyverno];
+    const ALL: [Phase; 5] = [Phase::None, Phase::Webhook, Phase::WebhookH2, Phase::Policy, Phase::Kyverno];
 
     fn name(self) -> &'static str {
         match self {
             Phase::None => "none",
             Phase::Webhook => "eval-admission",
+            Phase::WebhookH2 => "eval-admission-http2",
             Phase::Policy => "mutating-admission-policy",
             Phase::Kyverno => "kyverno",
         }
@@ -345,6 +349,7 @@ impl Phase {
         match self {
             Phase::None => "none",
             Phase::Webhook => "webhook",
+            Phase::WebhookH2 => "webhook-h2",
             Phase::Policy => "map",
             Phase::Kyverno => "kyverno",
         }
@@ -352,6 +357,11 @@ impl Phase {
 
     fn mutates(self) -> bool {
         self != Phase::None
+    }
+
+    /// eval-admission's webhooks are registered.
+    fn ours(self) -> bool {
+        matches!(self, Phase::Webhook | Phase::WebhookH2)
     }
 }
 
@@ -457,10 +467,12 @@ async fn switch(
             cluster.webhook.unregister()?;
             policy.remove(client).await?;
         }
-        Phase::Webhook => {
+        Phase::Webhook | Phase::WebhookH2 => {
             policy.remove(client).await?;
             // Wait for the policy to be gone before our webhook's effect can be seen.
             wait_for_effect(probe, job, false).await?;
+            // Restarts the server (and registers it) when the protocol changes.
+            cluster.webhook.set_http2(phase == Phase::WebhookH2)?;
             cluster.webhook.register()?;
         }
         Phase::Policy => {
@@ -500,6 +512,8 @@ async fn refuses_missing_queue(api: &Api<Job>, job: &Job) -> Result<()> {
 /// eval-admission's counters, summed over their other labels.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Counters {
+    /// Connections the server has served over HTTP/2 since it started.
+    h2_connections: f64,
     mutate: f64,
     validate: f64,
     confirm_lookups: f64,
@@ -509,6 +523,7 @@ impl std::ops::Sub for Counters {
     type Output = Counters;
     fn sub(self, before: Counters) -> Counters {
         Counters {
+            h2_connections: self.h2_connections - before.h2_connections,
             mutate: self.mutate - before.mutate,
             validate: self.validate - before.validate,
             confirm_lookups: self.confirm_lookups - before.confirm_lookups,
@@ -526,6 +541,7 @@ async fn webhook_counters(http: &reqwest::Client, admin_port: u16) -> Result<Cou
             .sum()
     };
     Ok(Counters {
+        h2_connections: sum("eval_admission_connections_served_total{", "protocol=\"h2\""),
         mutate: sum("eval_admission_reviews_total{", "webhook=\"mutate\""),
         validate: sum("eval_admission_reviews_total{", "webhook=\"validate\""),
         confirm_lookups: sum("eval_admission_confirm_lookups_total", ""),
@@ -739,7 +755,17 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
             let loadavg_1m = loadavg().split_whitespace().next().and_then(|v| v.parse::<f64>().ok());
             let sample = creates(&api, &job, settings.creates, settings.concurrency, phase.mutates()).await?;
             let cpu_after = cpu_seconds(cluster, kyverno.as_ref());
-            let reviews = webhook_counters(&http, admin_port).await? - counters_before;
+            let counters_after = webhook_counters(&http, admin_port).await?;
+            let reviews = counters_after - counters_before;
+            // The API server took HTTP/2 when offered, and only then.
+            if phase.ours() {
+                let h2 = counters_after.h2_connections;
+                ensure!(
+                    (phase == Phase::WebhookH2) == (h2 > 0.0),
+                    "phase {}: {h2} HTTP/2 connections served since the server started",
+                    phase.name()
+                );
+            }
             let kyverno_reviews = match &kyverno {
                 Some(k) => Some(k.job_reviews(&http, namespace).await? - kyverno_before),
                 None => None,
@@ -756,8 +782,8 @@ async fn create_latency(settings: &Settings, cluster: &Cluster, client: &kube::C
             // server retries the loser with a new name, re-running validating
             // (not mutating) admission.
             let creates = settings.creates as f64;
-            let expected = if phase == Phase::Webhook { creates } else { 0.0 };
-            let validate_ok = if phase == Phase::Webhook {
+            let expected = if phase.ours() { creates } else { 0.0 };
+            let validate_ok = if phase.ours() {
                 reviews.validate >= creates && reviews.validate <= creates * 1.05
             } else {
                 reviews.validate == 0.0

@@ -9,15 +9,16 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
-use crate::telemetry::{ListenerLabels, Metrics};
+use crate::telemetry::{ListenerLabels, Metrics, ProtocolLabels};
 
 /// What one listener lets its clients hold.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +33,10 @@ pub struct ConnectionLimits {
 /// hyper's per-connection read buffer, at its smallest that still holds the
 /// headers any API server or probe sends (8 KiB is hyper's floor).
 const READ_BUFFER_BYTES: usize = 16 * 1024;
+/// An HTTP/2 connection (when `--http2` offers it): reviews in flight on it at
+/// once, and the most header bytes a request may carry.
+const H2_MAX_STREAMS: u32 = 8;
+const H2_MAX_HEADER_BYTES: u32 = 16 * 1024;
 
 /// One listener: its name (the metric label), its socket, TLS or plain.
 pub struct Listener {
@@ -54,6 +59,14 @@ pub async fn serve(
     let open = metrics.connections_open.get_or_create(&labels).clone();
     let refused = metrics.connections_refused.get_or_create(&labels).clone();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    // One statement each: `get_or_create` returns a read guard, and a second
+    // call for a new label set while it is held would wait for the write lock forever.
+    let served = |protocol| {
+        metrics.connections_served.get_or_create(&ProtocolLabels { listener: listener.name, protocol }).clone()
+    };
+    let http1 = served("http/1.1");
+    let h2 = served("h2");
+    let protocols = Arc::new(Protocols { http1, h2 });
     let graceful = GracefulShutdown::new();
     tokio::pin!(stop);
     loop {
@@ -81,10 +94,11 @@ pub async fn serve(
         let watcher = graceful.watcher();
         let tls = listener.tls.clone();
         let name = listener.name;
+        let protocols = protocols.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
+            let mut http1 = hyper::server::conn::http1::Builder::new();
+            http1
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_read_timeout)
                 .max_buf_size(READ_BUFFER_BYTES)
@@ -92,9 +106,26 @@ pub async fn serve(
             let result = match tls {
                 Some(acceptor) => {
                     let Some(stream) = handshake(&acceptor, tcp, limits.handshake_timeout).await else { return };
-                    watcher.watch(builder.serve_connection(TokioIo::new(stream), service)).await
+                    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                        protocols.h2.inc();
+                        let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+                        http2
+                            .timer(TokioTimer::new())
+                            .max_concurrent_streams(H2_MAX_STREAMS)
+                            .max_header_list_size(H2_MAX_HEADER_BYTES)
+                            // A silent peer is found by ping, as http1 finds it by the header deadline.
+                            .keep_alive_interval(limits.header_read_timeout)
+                            .keep_alive_timeout(limits.header_read_timeout);
+                        watcher.watch(http2.serve_connection(TokioIo::new(stream), service)).await
+                    } else {
+                        protocols.http1.inc();
+                        watcher.watch(http1.serve_connection(TokioIo::new(stream), service)).await
+                    }
                 }
-                None => watcher.watch(builder.serve_connection(TokioIo::new(tcp), service)).await,
+                None => {
+                    protocols.http1.inc();
+                    watcher.watch(http1.serve_connection(TokioIo::new(tcp), service)).await
+                }
             };
             if let Err(error) = result {
                 tracing::debug!(listener = name, %peer, %error, "connection ended with an error");
@@ -124,6 +155,12 @@ async fn handshake(
             None
         }
     }
+}
+
+/// Connections served, by the protocol ALPN chose.
+struct Protocols {
+    http1: Counter,
+    h2: Counter,
 }
 
 /// An open connection's place under the cap, counted in the gauge while held.

@@ -80,15 +80,17 @@ impl CertStore {
         *self.rejected.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
-    /// The rustls configuration: TLS 1.2 and 1.3, HTTP/1.1, certificate from this store.
-    pub fn server_config(self: &Arc<Self>) -> Result<rustls::ServerConfig, Error> {
+    /// The rustls configuration: TLS 1.2 and 1.3, HTTP/1.1 (and HTTP/2 first
+    /// when `http2`, chosen by ALPN), certificate from this store.
+    pub fn server_config(self: &Arc<Self>, http2: bool) -> Result<rustls::ServerConfig, Error> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
             .map_err(|e| Error::tls("protocol versions", e))?
             .with_no_client_auth()
             .with_cert_resolver(self.clone());
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols =
+            if http2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
         Ok(config)
     }
 }

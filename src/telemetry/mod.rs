@@ -102,6 +102,13 @@ pub struct ListenerLabels {
     pub listener: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProtocolLabels {
+    pub listener: &'static str,
+    /// `http/1.1` or `h2`, as ALPN chose.
+    pub protocol: &'static str,
+}
+
 /// Every metric the server exports.
 pub struct Metrics {
     registry: Registry,
@@ -116,6 +123,7 @@ pub struct Metrics {
     pub certificate_reload_failures: Counter<u64, AtomicU64>,
     pub connections_open: Family<ListenerLabels, Gauge>,
     pub connections_refused: Family<ListenerLabels, Counter>,
+    pub connections_served: Family<ProtocolLabels, Counter>,
     pub watchers_running: Gauge,
 }
 
@@ -186,6 +194,12 @@ impl Metrics {
             "Connections closed at once because the listener's connection cap was reached",
             connections_refused.clone(),
         );
+        let connections_served = Family::<ProtocolLabels, Counter>::default();
+        registry.register(
+            "connections_served",
+            "Connections served, by listener and HTTP protocol (h2 only with --http2)",
+            connections_served.clone(),
+        );
         let watchers_running = Gauge::default();
         registry.register(
             "watchers_running",
@@ -197,6 +211,7 @@ impl Metrics {
             watchers_running,
             connections_open,
             connections_refused,
+            connections_served,
             reviews,
             review_errors,
             review_duration,

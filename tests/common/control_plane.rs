@@ -655,6 +655,8 @@ pub struct EvalAdmission {
     pub key: PathBuf,
     logs: PathBuf,
     process: Mutex<Option<Process>>,
+    /// Whether the server offers HTTP/2 (`--http2`, by its environment variable).
+    http2: std::sync::atomic::AtomicBool,
 }
 
 impl EvalAdmission {
@@ -673,6 +675,7 @@ impl EvalAdmission {
             key,
             logs: plane.logs(),
             process: Mutex::new(None),
+            http2: false.into(),
         };
         server.up(None)?;
         Ok(server)
@@ -710,6 +713,7 @@ impl EvalAdmission {
         let env = [
             ("KUBECONFIG", self.kubectl.kubeconfig.clone().into()),
             ("RUST_LOG", std::env::var_os("RUST_LOG").unwrap_or_else(|| "info".into())),
+            ("EVAL_ADMISSION_HTTP2", self.http2.load(std::sync::atomic::Ordering::Relaxed).to_string().into()),
         ];
         let mut process = Process::start("eval-admission", &self.logs, &self.bin, &args, &env)?;
         poll(
@@ -721,6 +725,14 @@ impl EvalAdmission {
         )?;
         *self.process.lock().unwrap_or_else(|p| p.into_inner()) = Some(process);
         self.register()
+    }
+
+    /// Restarts the server offering HTTP/2 beside HTTP/1.1, or not, when that changes.
+    pub fn set_http2(&self, on: bool) -> Result<()> {
+        if self.http2.swap(on, std::sync::atomic::Ordering::Relaxed) == on {
+            return Ok(());
+        }
+        self.up(None)
     }
 
     /// Stops the server (its registration stays: evaluations then fail closed).
