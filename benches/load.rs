@@ -102,7 +102,13 @@ async fn run_closed(client: &reqwest::Client, url: &str, body: &Body, duration: 
             let (mut latencies, mut errors) = (Vec::new(), 0usize);
             while Instant::now() < deadline {
                 let sent_at = Instant::now();
-                let ok = match client.post(&url).header("content-type", "application/json").body(body.clone()).send().await {
+                let ok = match client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body.clone())
+                    .send()
+                    .await
+                {
                     Ok(response) => response.status() == 200 && response.bytes().await.is_ok(),
                     Err(_) => false,
                 };
@@ -266,8 +272,7 @@ fn main() {
     });
 
     let highest = |mode: &str| -> Option<f64> {
-        results
-            .get("job-create")?["runs"]
+        results.get("job-create")?["runs"]
             .as_array()?
             .iter()
             .filter(|run| run[mode]["p99_ms"].as_f64().is_some_and(|p99| p99 <= 5.0) && run[mode]["errors"] == 0)

@@ -63,9 +63,8 @@ pub fn encode(uid: &str, decision: &Decision) -> Vec<u8> {
     });
     let message_bytes = decision.message.as_ref().map_or(0, String::len);
     let warning_bytes: usize = decision.warnings.iter().map(|warning| warning.len() + 8).sum();
-    let mut out = Vec::with_capacity(
-        256 + uid.len() + patch.as_ref().map_or(0, String::len) + message_bytes + warning_bytes,
-    );
+    let mut out =
+        Vec::with_capacity(256 + uid.len() + patch.as_ref().map_or(0, String::len) + message_bytes + warning_bytes);
     let status = decision.message.as_deref().filter(|_| !decision.allowed).map(|message| StatusOut {
         status: "Failure",
         code: DENIAL_CODE,
