@@ -468,6 +468,9 @@ async fn switch(
             policy.remove(client).await?;
         }
         Phase::Webhook | Phase::WebhookH2 => {
+            // From the other eval-admission phase too: nothing in the path
+            // until the server, restarted for its protocol, registers again.
+            cluster.webhook.unregister()?;
             policy.remove(client).await?;
             // Wait for the policy to be gone before our webhook's effect can be seen.
             wait_for_effect(probe, job, false).await?;

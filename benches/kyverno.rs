@@ -451,6 +451,8 @@ fn covers_jobs(rules: Option<&Vec<k8s_openapi::api::admissionregistration::v1::R
 fn https_client(ca_pem: &str) -> Result<reqwest::Client> {
     Ok(reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes())?)
+        // As eval-admission is measured (benches/load.rs, benches/peers.rs).
+        .http1_only()
         .timeout(Duration::from_secs(10))
         .build()?)
 }

@@ -6,9 +6,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(name = "eval-admission", version, about = "Admission webhook in front of Kueue for evaluation workloads")]
 struct Cli {

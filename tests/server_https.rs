@@ -1,6 +1,7 @@
 //! The server over real HTTPS on loopback: both endpoints answer exactly what
 //! `review` prints, bad input gets 400, certificates rotate under load,
-//! shutdown loses no in-flight review, readiness follows sync and shutdown.
+//! shutdown loses no in-flight review, readiness follows sync and shutdown,
+//! HTTP/2 is served only when `--http2` asks for it.
 
 mod common;
 
@@ -314,4 +315,35 @@ async fn a_second_signal_exits_at_once() {
     let status = tokio::task::spawn_blocking(move || server.child.wait().unwrap()).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(5), "did not wait out the 60 s delay");
     assert_eq!(status.code(), Some(130));
+}
+
+/// `--http2` offers HTTP/2 by ALPN beside HTTP/1.1: a client that prefers it
+/// gets it, with the same answer; without the flag the server speaks HTTP/1.1
+/// only. Each connection is counted by the protocol ALPN chose.
+#[tokio::test]
+async fn http2_is_offered_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("http2");
+    let body = review_body("evalhub-job.yaml");
+    let cases: [(&[&str], reqwest::Version, &str); 2] =
+        [(&[], reqwest::Version::HTTP_11, "http/1.1"), (&["--http2"], reqwest::Version::HTTP_2, "h2")];
+    for (flags, version, protocol) in cases {
+        let server = state_server(&dir.path().join(protocol.replace('/', "-")), &pki, flags);
+        // reqwest offers h2 and http/1.1 by ALPN, h2 first.
+        let client = client(&[&pki.ca_pem], false);
+        let response = client
+            .post(server.url("/mutate"))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!((response.status().as_u16(), response.version()), (200, version), "{flags:?}");
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(answer["response"]["allowed"], true, "{answer}");
+        assert_eq!(answer["response"]["patchType"], "JSONPatch", "{answer}");
+        let metrics = reqwest::get(server.admin_url("/metrics")).await.unwrap().text().await.unwrap();
+        let served = format!("eval_admission_connections_served_total{{listener=\"webhook\",protocol=\"{protocol}\"}} 1");
+        assert!(metrics.lines().any(|line| line == served), "{served} in:\n{metrics}");
+    }
 }
