@@ -343,7 +343,8 @@ async fn http2_is_offered_only_when_asked() {
         assert_eq!(answer["response"]["allowed"], true, "{answer}");
         assert_eq!(answer["response"]["patchType"], "JSONPatch", "{answer}");
         let metrics = reqwest::get(server.admin_url("/metrics")).await.unwrap().text().await.unwrap();
-        let served = format!("eval_admission_connections_served_total{{listener=\"webhook\",protocol=\"{protocol}\"}} 1");
+        let served =
+            format!("eval_admission_connections_served_total{{listener=\"webhook\",protocol=\"{protocol}\"}} 1");
         assert!(metrics.lines().any(|line| line == served), "{served} in:\n{metrics}");
     }
 }
