@@ -85,8 +85,8 @@ cases = [("job-create-4k_mutate", "Job CREATE, /mutate, 4.9 KB"), ("job-create_m
          ("job-update_validate", "Job UPDATE, /validate (two objects)"), ("jobset-create_mutate", "JobSet CREATE, /mutate")]
 rows = [(case, label, criterion(case, "noop"), criterion(case, "full")) for case, label in cases]
 if any(noop is not None for _, _, noop, _ in rows):
-    out("Allocations are counted by a counting global allocator over 1,000 reviews (a realloc counts as one, ")
-    out("for its new size). The server itself runs on mimalloc; the bench on the system allocator.")
+    out("Allocations are counted by a counting global allocator (over the system one, which the server ")
+    out("uses too) across 1,000 reviews; a realloc counts as one, for its new size.")
     out("")
     out("| review | no-op µs | full µs | full / no-op | allocations per review (no-op / full) | bytes allocated per review (no-op / full) |")
     out("|---|---:|---:|---:|---:|---:|")
@@ -199,6 +199,14 @@ if peers:
             theirs = servers["kueue"]["closed"].get("cpu_us_per_review_idle_adjusted", servers["kueue"]["closed"]["cpu_us_per_review"])
             if ours:
                 out(f"- {case}: Kueue's webhook uses **{theirs / ours:.1f}x** eval-admission's CPU per review.")
+    kyverno_direct = (load("apiserver.json") or {}).get("create_latency", {}).get("kyverno_direct")
+    if kyverno_direct:
+        for webhook in ("mutate", "validate"):
+            k = kyverno_direct.get(webhook)
+            if k:
+                out(f"- Kyverno (section 4's policy, reviews posted to it directly by `benches/apiserver.rs`, {k['concurrency']} in flight, "
+                    f"each including the policy's apiCall through the API server): /{webhook} {k['cpu_us_per_review']:.0f} µs of CPU per review, "
+                    f"{k['reviews_per_second']:.0f} reviews/s.")
 else:
     out("Not measured in this run.")
 out("")
