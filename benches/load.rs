@@ -17,128 +17,14 @@
 
 mod fixtures;
 mod harness;
+mod loadgen;
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use loadgen::{CONNECTIONS, Run, run, run_closed};
 use serde_json::{Value, json};
 
 type Body = Vec<u8>;
-
-#[derive(Debug, Clone, Copy)]
-struct Run {
-    offered: f64,
-    achieved: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    errors: usize,
-    cpu_us_per_review: f64,
-}
-
-/// Connections the generator keeps open, like the API server's pool of keep-alive
-/// connections to a webhook: requests beyond them wait for one, and that wait counts.
-const CONNECTIONS: usize = 32;
-
-async fn run(client: &reqwest::Client, url: &str, body: &Body, rate: f64, duration: Duration, pid: u32) -> Run {
-    let connections = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
-    let total = (rate * duration.as_secs_f64()).round() as usize;
-    let body = axum::body::Bytes::from(body.clone());
-    let latencies = Arc::new(std::sync::Mutex::new(Vec::with_capacity(total)));
-    let errors = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let cpu_before = harness::cpu_time(pid);
-    let start = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut sent = 0;
-    while sent < total {
-        let due = ((start.elapsed().as_secs_f64() * rate) as usize + 1).min(total);
-        while sent < due {
-            let (client, url, body) = (client.clone(), url.to_string(), body.clone());
-            let (latencies, errors, connections) = (latencies.clone(), errors.clone(), connections.clone());
-            tasks.spawn(async move {
-                // From when it was due (to the 1 ms tick of tokio's timer), including any
-                // wait for a free connection: a slow server cannot slow the load down.
-                let sent_at = Instant::now();
-                let _connection = connections.acquire().await;
-                let ok = match client.post(url).header("content-type", "application/json").body(body).send().await {
-                    Ok(response) => response.status() == 200 && response.bytes().await.is_ok(),
-                    Err(_) => false,
-                };
-                if ok {
-                    latencies.lock().unwrap().push(sent_at.elapsed().as_secs_f64() * 1000.0);
-                } else {
-                    errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                }
-            });
-            sent += 1;
-        }
-        tokio::time::sleep(Duration::from_micros(250)).await;
-    }
-    while tasks.join_next().await.is_some() {}
-    let elapsed = start.elapsed().as_secs_f64();
-    let cpu = harness::cpu_time(pid).saturating_sub(cpu_before);
-    let mut latencies = std::mem::take(&mut *latencies.lock().unwrap());
-    latencies.sort_by(|a, b| a.total_cmp(b));
-    let completed = latencies.len().max(1);
-    Run {
-        offered: rate,
-        achieved: latencies.len() as f64 / elapsed,
-        p50_ms: harness::quantile(&latencies, 0.50),
-        p99_ms: harness::quantile(&latencies, 0.99),
-        errors: errors.load(std::sync::atomic::Ordering::Relaxed),
-        cpu_us_per_review: cpu.as_secs_f64() * 1e6 / completed as f64,
-    }
-}
-
-/// Closed loop: every connection sends its next request when the last is answered.
-async fn run_closed(client: &reqwest::Client, url: &str, body: &Body, duration: Duration, pid: u32) -> Run {
-    let body = axum::body::Bytes::from(body.clone());
-    let cpu_before = harness::cpu_time(pid);
-    let start = Instant::now();
-    let deadline = start + duration;
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..CONNECTIONS {
-        let (client, url, body) = (client.clone(), url.to_string(), body.clone());
-        tasks.spawn(async move {
-            let (mut latencies, mut errors) = (Vec::new(), 0usize);
-            while Instant::now() < deadline {
-                let sent_at = Instant::now();
-                let ok = match client
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .body(body.clone())
-                    .send()
-                    .await
-                {
-                    Ok(response) => response.status() == 200 && response.bytes().await.is_ok(),
-                    Err(_) => false,
-                };
-                if ok {
-                    latencies.push(sent_at.elapsed().as_secs_f64() * 1000.0);
-                } else {
-                    errors += 1;
-                }
-            }
-            (latencies, errors)
-        });
-    }
-    let (mut latencies, mut errors) = (Vec::new(), 0);
-    while let Some(Ok((mut some, failed))) = tasks.join_next().await {
-        latencies.append(&mut some);
-        errors += failed;
-    }
-    let elapsed = start.elapsed().as_secs_f64();
-    let cpu = harness::cpu_time(pid).saturating_sub(cpu_before);
-    latencies.sort_by(|a, b| a.total_cmp(b));
-    let completed = latencies.len().max(1);
-    Run {
-        offered: 0.0,
-        achieved: latencies.len() as f64 / elapsed,
-        p50_ms: harness::quantile(&latencies, 0.50),
-        p99_ms: harness::quantile(&latencies, 0.99),
-        errors,
-        cpu_us_per_review: cpu.as_secs_f64() * 1e6 / completed as f64,
-    }
-}
 
 fn summarize(runs: &[Run]) -> Value {
     let pick = |f: fn(&Run) -> f64| harness::median(&mut runs.iter().map(f).collect::<Vec<_>>());
@@ -147,11 +33,11 @@ fn summarize(runs: &[Run]) -> Value {
         "achieved_rps": pick(|r| r.achieved),
         "p50_ms": pick(|r| r.p50_ms),
         "p99_ms": pick(|r| r.p99_ms),
-        "cpu_us_per_review": pick(|r| r.cpu_us_per_review),
+        "cpu_us_per_review": pick(|r| r.cpu_us_per_review()),
         "errors": runs.iter().map(|r| r.errors).sum::<usize>(),
         "repeats": runs.len(),
         "p99_ms_each": runs.iter().map(|r| r.p99_ms).collect::<Vec<_>>(),
-        "cpu_us_per_review_each": runs.iter().map(|r| r.cpu_us_per_review).collect::<Vec<_>>(),
+        "cpu_us_per_review_each": runs.iter().map(Run::cpu_us_per_review).collect::<Vec<_>>(),
     })
 }
 
