@@ -80,7 +80,7 @@ impl fmt::Display for WorkloadKind {
 }
 
 /// A string decoded from a review: up to 24 bytes are held inline, so label
-/// keys and values, resource names and quantities, the bulk of what a review
+/// keys and values and resource names, the bulk of the strings a review
 /// decodes, cost no allocation.
 pub type Text = compact_str::CompactString;
 
