@@ -12,9 +12,13 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use eval_admission::admission::request::{GroupVersionKind, Operation, UserInfo};
 use eval_admission::admission::{self, Webhook};
 use eval_admission::cluster::{ClusterState, state_file};
 use eval_admission::config::Config;
+use eval_admission::workload::Metadata;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::json;
 
 /// The system allocator, counting calls and bytes while `COUNTING` is set (one
@@ -105,6 +109,40 @@ fn record_allocations(config: &Config, state: &ClusterState) {
     harness::write_json("allocations.json", &serde_json::Value::Object(report));
 }
 
+/// The decode steps of [`reviews`]: the fields of `request` that
+/// `admission::request::Request` reads, with its objects skimmed (`IgnoredAny`)
+/// or decoded down to their metadata. Never read: only decoded.
+#[allow(dead_code)]
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Review<R> {
+    api_version: Option<String>,
+    kind: Option<String>,
+    request: Option<R>,
+}
+
+#[allow(dead_code)]
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Head<O> {
+    uid: String,
+    kind: GroupVersionKind,
+    sub_resource: Option<String>,
+    name: Option<String>,
+    namespace: Option<String>,
+    operation: Operation,
+    user_info: Option<UserInfo>,
+    object: Option<O>,
+    old_object: Option<O>,
+    dry_run: Option<bool>,
+}
+
+#[allow(dead_code)]
+#[derive(Deserialize)]
+struct MetadataOnly {
+    metadata: Option<Metadata>,
+}
+
 fn reviews(c: &mut Criterion) {
     let config = Config::default();
     let state = state_file::parse(include_bytes!("../examples/cluster.yaml")).unwrap();
@@ -117,6 +155,19 @@ fn reviews(c: &mut Criterion) {
         group.throughput(Throughput::Bytes(body.len() as u64));
         group.bench_with_input(BenchmarkId::new("noop", name), body, |b, body| {
             b.iter(|| admission::review_noop(std::hint::black_box(body)).unwrap())
+        });
+        // The typed decode in steps, to show where a review's time beyond the
+        // no-op's skim goes: the request's own fields, then the object's
+        // metadata, then the whole decode (with the spec). Full minus decode
+        // is the rules, the patch and the encoded response.
+        group.bench_with_input(BenchmarkId::new("head", name), body, |b, body| {
+            b.iter(|| serde_json::from_slice::<Review<Head<IgnoredAny>>>(std::hint::black_box(body)).unwrap())
+        });
+        group.bench_with_input(BenchmarkId::new("metadata", name), body, |b, body| {
+            b.iter(|| serde_json::from_slice::<Review<Head<MetadataOnly>>>(std::hint::black_box(body)).unwrap())
+        });
+        group.bench_with_input(BenchmarkId::new("decode", name), body, |b, body| {
+            b.iter(|| admission::request::decode(std::hint::black_box(body)).unwrap())
         });
         group.bench_with_input(BenchmarkId::new("full", name), body, |b, body| {
             b.iter(|| admission::review(*webhook, std::hint::black_box(body), &config, &state).unwrap())
