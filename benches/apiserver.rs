@@ -474,9 +474,10 @@ async fn switch(
             policy.remove(client).await?;
             // Wait for the policy to be gone before our webhook's effect can be seen.
             wait_for_effect(probe, job, false).await?;
-            // Restarts the server (and registers it) when the protocol changes.
-            cluster.webhook.set_http2(phase == Phase::WebhookH2)?;
-            cluster.webhook.register()?;
+            // A restart for the protocol registers the server itself.
+            if !cluster.webhook.set_http2(phase == Phase::WebhookH2)? {
+                cluster.webhook.register()?;
+            }
         }
         Phase::Policy => {
             cluster.webhook.unregister()?;

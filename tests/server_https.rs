@@ -346,5 +346,8 @@ async fn http2_is_offered_only_when_asked() {
         let served =
             format!("eval_admission_connections_served_total{{listener=\"webhook\",protocol=\"{protocol}\"}} 1");
         assert!(metrics.lines().any(|line| line == served), "{served} in:\n{metrics}");
+        // The plain admin listener (which served this scrape) never offers h2.
+        let admin_h2 = "eval_admission_connections_served_total{listener=\"admin\",protocol=\"h2\"}";
+        assert!(!metrics.contains(admin_h2), "{admin_h2} in:\n{metrics}");
     }
 }

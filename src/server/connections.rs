@@ -65,7 +65,8 @@ pub async fn serve(
         metrics.connections_served.get_or_create(&ProtocolLabels { listener: listener.name, protocol }).clone()
     };
     let http1 = served("http/1.1");
-    let h2 = served("h2");
+    // Only TLS offers h2 (by ALPN); the plain admin listener never serves it.
+    let h2 = listener.tls.as_ref().map(|_| served("h2"));
     let protocols = Arc::new(Protocols { http1, h2 });
     let graceful = GracefulShutdown::new();
     tokio::pin!(stop);
@@ -106,8 +107,8 @@ pub async fn serve(
             let result = match tls {
                 Some(acceptor) => {
                     let Some(stream) = handshake(&acceptor, tcp, limits.handshake_timeout).await else { return };
-                    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
-                        protocols.h2.inc();
+                    if let (Some(h2), Some(b"h2")) = (&protocols.h2, stream.get_ref().1.alpn_protocol()) {
+                        h2.inc();
                         let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
                         http2
                             .timer(TokioTimer::new())
@@ -160,7 +161,8 @@ async fn handshake(
 /// Connections served, by the protocol ALPN chose.
 struct Protocols {
     http1: Counter,
-    h2: Counter,
+    /// `None` on a plain listener.
+    h2: Option<Counter>,
 }
 
 /// An open connection's place under the cap, counted in the gauge while held.

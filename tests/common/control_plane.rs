@@ -727,12 +727,13 @@ impl EvalAdmission {
         self.register()
     }
 
-    /// Restarts the server offering HTTP/2 beside HTTP/1.1, or not, when that changes.
-    pub fn set_http2(&self, on: bool) -> Result<()> {
+    /// Restarts the server offering HTTP/2 beside HTTP/1.1, or not, when that
+    /// changes. Returns whether it restarted (and so registered again).
+    pub fn set_http2(&self, on: bool) -> Result<bool> {
         if self.http2.swap(on, std::sync::atomic::Ordering::Relaxed) == on {
-            return Ok(());
+            return Ok(false);
         }
-        self.up(None)
+        self.up(None).map(|()| true)
     }
 
     /// Stops the server (its registration stays: evaluations then fail closed).
