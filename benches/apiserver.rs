@@ -50,6 +50,7 @@
 #[path = "../tests/common/control_plane.rs"]
 mod control_plane;
 mod kyverno;
+mod machine;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -67,6 +68,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use machine::{loadavg, machine};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -1094,33 +1096,6 @@ async fn scale(settings: &Settings, cluster: &Cluster, client: &kube::Client) ->
 }
 
 // ------------------------------------------------------------------ main
-
-/// The 1, 5 and 15 minute load averages: other work on the machine shows here.
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn machine() -> Value {
-    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
-    let cpu_model = read("/proc/cpuinfo")
-        .lines()
-        .find_map(|line| line.strip_prefix("model name")?.split_once(':').map(|(_, v)| v.trim().to_string()));
-    let mem_kib: Option<f64> = read("/proc/meminfo")
-        .lines()
-        .find_map(|line| line.strip_prefix("MemTotal:")?.split_whitespace().next()?.parse().ok());
-    json!({
-        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-        "cpu_model": cpu_model,
-        "memory_gib": mem_kib.map(|kib| round3(kib / 1024.0 / 1024.0)),
-        "kernel": read("/proc/sys/kernel/osrelease").trim(),
-        "loadavg_at_start": loadavg(),
-    })
-}
 
 async fn run(settings: &Settings, cluster: &Cluster, report: &Mutex<Value>) -> Result<()> {
     let client = kube_client(&cluster.plane.kubeconfig).await?;

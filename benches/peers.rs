@@ -41,6 +41,7 @@
 mod fixtures;
 mod harness;
 mod loadgen;
+mod machine;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -49,6 +50,7 @@ use anyhow::{Context, Result, bail, ensure};
 use base64::Engine as _;
 use harness::control_plane::{ControlPlane, Kueue};
 use loadgen::{CONNECTIONS, Run, run, run_closed};
+use machine::{loadavg, machine};
 use serde_json::{Value, json};
 
 type Body = Vec<u8>;
@@ -137,28 +139,6 @@ fn environ_var(pid: u32, name: &str) -> Option<String> {
     environ.split(|b| *b == 0).find_map(|entry| {
         let entry = String::from_utf8_lossy(entry);
         entry.strip_prefix(&format!("{name}=")).map(str::to_string)
-    })
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn machine() -> Value {
-    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
-    let cpu_model = read("/proc/cpuinfo")
-        .lines()
-        .find_map(|line| line.strip_prefix("model name")?.split_once(':').map(|(_, v)| v.trim().to_string()));
-    json!({
-        "cpus": harness::cpus(),
-        "cpu_model": cpu_model,
-        "kernel": read("/proc/sys/kernel/osrelease").trim(),
-        "loadavg_at_start": loadavg(),
     })
 }
 
