@@ -24,20 +24,6 @@ binaries_ok() {
 	[[ -f $K8S_BIN_DIR/.stamp && $(cat "$K8S_BIN_DIR/.stamp") == "$(build_stamp)" ]]
 }
 
-# -X flags that hack/lib/version.sh would set upstream, so that
-# `kube-apiserver --version` / `kubectl version` report the real version
-# (the apiserver also derives its binary/emulation version from gitVersion).
-k8s_ldflags() {
-	local v=$K8S_VERSION major minor pkg flags="-s -w"
-	major=${v#v}; major=${major%%.*}
-	minor=${v#v"$major".}; minor=${minor%%.*}
-	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-		flags+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-		flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	done
-	echo "$flags"
-}
-
 build_binaries() {
 	use_go
 	local out=$K8S_BIN_DIR.tmp.$$ start=$SECONDS

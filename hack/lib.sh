@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Shared helpers for the builders in hack/ (build-tools.sh, build-kueue.sh,
-# build-oracle.sh, deploy-crds.sh).
+# Shared helpers for the builders in hack/ (build-tools.sh, build-node.sh,
+# build-kueue.sh, build-oracle.sh, deploy-crds.sh).
 # Sourced, not executed. Go is test infrastructure only: it builds the
 # Kubernetes control plane the integration tests run against.
 
@@ -43,4 +43,20 @@ use_go() {
 		PATH=/usr/local/go/bin:$PATH
 	fi
 	command -v go >/dev/null 2>&1 || die "go not found (expected in PATH or /usr/local/go/bin)"
+}
+
+# -X flags that hack/lib/version.sh would set upstream, so that
+# `kube-apiserver --version`, `kubectl version`, `kubelet --version` etc.
+# report the real version (the apiserver and kubelet also derive their
+# binary/emulation version from gitVersion). Used by build-tools.sh and
+# build-node.sh for everything they build from k8s.io/kubernetes.
+k8s_ldflags() {
+	local v=$K8S_VERSION major minor pkg flags="-s -w"
+	major=${v#v}; major=${major%%.*}
+	minor=${v#v"$major".}; minor=${minor%%.*}
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		flags+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+		flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	done
+	echo "$flags"
 }
