@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: manifests build run certs test test-local unit e2e e2e-kueue e2e-clients clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle fuzz-tools fuzz fuzz-smoke mutants
+.PHONY: manifests build run certs test test-local unit e2e e2e-kueue e2e-clients e2e-node clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle fuzz-tools fuzz fuzz-smoke mutants
 
 build:
 	$(CARGO) build --release --locked
@@ -25,14 +25,14 @@ certs:
 # The README's test command: every test there is, the end-to-end ones
 # against a control plane each test binary starts and stops itself
 # (tests/common/control_plane.rs).
-test: lint test-local fuzz-smoke lint-dockerfile bench-smoke e2e e2e-kueue e2e-clients
+test: lint test-local fuzz-smoke lint-dockerfile bench-smoke e2e e2e-kueue e2e-clients e2e-node
 
 # Everything that needs no control plane: rules, review CLI, HTTPS server, the
 # server against hostile clients (tests/hostile_clients.rs), and
 # the differential test against Kueue's scheduler (tests/fidelity: a fixed seed
 # of 2,000 set-ups; it builds the oracle with Go through hack/build-oracle.sh).
 test-local:
-	$(CARGO) test --locked --lib --bins --test review_cli --test server_https --test hostile_clients --test fidelity
+	$(CARGO) test --locked --lib --bins --test review_cli --test server_https --test hostile_clients --test fidelity --test image
 
 unit:
 	$(CARGO) test --locked --lib
@@ -188,4 +188,18 @@ e2e-clients:
 
 clients:
 	./hack/build-clients.sh
+
+# The shipped image and manifests on a real node (tests/node_e2e.rs): containerd,
+# kubelet, kube-proxy, the scheduler and the controller manager (hack/build-node.sh),
+# the images built here (hack/build-images.sh), the release binary in
+# eval-admission's. Everything is built first, outside: the tests then run in a
+# network namespace of their own (hack/in-node-netns.sh), which has no way out.
+# Needs root.
+e2e-node: build
+	./hack/build-tools.sh >/dev/null
+	./hack/build-kueue.sh >/dev/null
+	./hack/build-node.sh >/dev/null
+	./hack/build-images.sh $(BIN) >/dev/null
+	$(CARGO) test --locked --no-run --test node_e2e
+	NODE_IMAGE_BINARY=$(BIN) ./hack/in-node-netns.sh $(CARGO) test --locked --offline --test node_e2e -- --test-threads 1 --nocapture
 

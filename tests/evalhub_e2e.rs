@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use common::control_plane::{Environment, condition_true, poll};
 use common::kueue_objects::{
-    self, deactivate_workload, flavor, local_queue, unique, workload, workload_priority_class,
+    self, cluster_queue, deactivate_workload, flavor, local_queue, unique, workload, workload_priority_class,
 };
 use common::{BIN, repo};
 use evalhub::{EvalHub, Evaluation, JobView, KUBERNETES_USER, hardware_profile, kubernetes_jobs};
@@ -63,24 +63,6 @@ fn wait_for<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) 
 
 fn apply(cluster: &Environment, objects: &[Value]) {
     cluster.apply(objects, &[]).unwrap();
-}
-
-/// A ClusterQueue open to every namespace, covering what an EvalHub Job asks
-/// for (cpu and memory: its adapter container and its results sidecar).
-fn cluster_queue(name: &str, flavor: &str, cpu: &str, preemption: Value) -> Value {
-    let mut queue = json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
-        "spec": {
-            "namespaceSelector": {},
-            "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": flavor, "resources": [
-                {"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": "8Gi"},
-            ]}]}],
-        },
-    });
-    if !preemption.is_null() {
-        queue["spec"]["preemption"] = preemption;
-    }
-    queue
 }
 
 /// A tenant namespace as the EvalHub guide labels it, with the default-queue

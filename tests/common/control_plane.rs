@@ -40,10 +40,31 @@ const REPO: &str = env!("CARGO_MANIFEST_DIR");
 /// tests/kueue/eval-admission-config.yaml allows to unsuspend.
 pub const KUEUE_USER: &str = "kueue-e2e-controller";
 
-/// Service IPs are never dialled (no kube-proxy, no pods), but keep them in
-/// loopback so a misconfigured service-backed webhook cannot reach off the machine.
-const SERVICE_CIDR: &str = "127.100.0.0/24";
-const SERVICE_FIRST_IP: &str = "127.100.0.1";
+/// Where the API server listens and what it tells clients (the `kubernetes`
+/// Service) about itself.
+pub struct Network {
+    pub bind: &'static str,
+    pub advertise: &'static str,
+    pub service_cidr: &'static str,
+    /// The `kubernetes` Service's cluster IP: the first of `service_cidr`.
+    pub service_ip: &'static str,
+    /// `none` where nothing may dial the advertised address; `lease` on a node.
+    pub endpoint_reconciler: &'static str,
+}
+
+impl Network {
+    /// Without a node, service IPs are never dialled (no kube-proxy, no pods),
+    /// but keep them in loopback so a misconfigured service-backed webhook
+    /// cannot reach off the machine; and the `kubernetes` Service's Endpoints
+    /// may not point at loopback.
+    pub const LOOPBACK: Self = Self {
+        bind: "127.0.0.1",
+        advertise: "127.0.0.1",
+        service_cidr: "127.100.0.0/24",
+        service_ip: "127.100.0.1",
+        endpoint_reconciler: "none",
+    };
+}
 
 /// How long a process gets to exit on SIGTERM before SIGKILL.
 const GRACE: Duration = Duration::from_secs(10);
@@ -206,7 +227,7 @@ pub fn http_get(port: u16, path: &str) -> Option<String> {
 
 /// Runs a builder from hack/ (it skips what its cache already has) and returns
 /// the `key=value` lines it prints on stdout.
-fn build(script: &str) -> Result<Vec<(String, PathBuf)>> {
+pub fn build(script: &str) -> Result<Vec<(String, PathBuf)>> {
     let output = Command::new(repo(script)).stderr(Stdio::inherit()).output().with_context(|| script.to_string())?;
     ensure!(output.status.success(), "{script} failed ({})", output.status);
     let stdout = String::from_utf8(output.stdout)?;
@@ -223,7 +244,7 @@ pub fn clients_venv() -> Result<PathBuf> {
     built(&build("hack/build-clients.sh")?, "venv")
 }
 
-fn built(outputs: &[(String, PathBuf)], key: &str) -> Result<PathBuf> {
+pub fn built(outputs: &[(String, PathBuf)], key: &str) -> Result<PathBuf> {
     outputs
         .iter()
         .find(|(k, _)| k == key)
@@ -233,7 +254,7 @@ fn built(outputs: &[(String, PathBuf)], key: &str) -> Result<PathBuf> {
 
 /// A fresh directory for one environment, after removing those of test
 /// processes that are gone.
-fn environment_dir() -> Result<PathBuf> {
+pub fn environment_dir() -> Result<PathBuf> {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let root = std::env::temp_dir().join("eval-admission-test-env");
     std::fs::create_dir_all(&root)?;
@@ -463,26 +484,31 @@ impl ControlPlane {
     /// Builds (or finds cached) the binaries, starts etcd and the API server
     /// with `extra_apiserver_flags`, installs the CRDs and waits for them.
     pub fn start(extra_apiserver_flags: &[&str]) -> Result<Self> {
+        Self::start_on(&Network::LOOPBACK, extra_apiserver_flags)
+    }
+
+    /// [`ControlPlane::start`] with the API server on `network`.
+    pub fn start_on(network: &Network, extra_apiserver_flags: &[&str]) -> Result<Self> {
         let tools = build("hack/build-tools.sh")?;
         let bin = built(&tools, "bin")?;
         let dir = environment_dir()?;
         let logs = dir.join("logs");
         let pki = dir.join("pki");
         let ca = Ca::new()?;
-        let (apiserver_cert, apiserver_key) = ca.issue_files(
-            &pki,
-            "apiserver",
-            Usage::Server(&[
-                "127.0.0.1",
-                "::1",
-                SERVICE_FIRST_IP,
-                "localhost",
-                "kubernetes",
-                "kubernetes.default",
-                "kubernetes.default.svc",
-                "kubernetes.default.svc.cluster.local",
-            ]),
-        )?;
+        let mut names = vec![
+            "127.0.0.1",
+            "::1",
+            network.advertise,
+            network.service_ip,
+            "localhost",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+        ];
+        names.sort_unstable();
+        names.dedup();
+        let (apiserver_cert, apiserver_key) = ca.issue_files(&pki, "apiserver", Usage::Server(&names))?;
         std::fs::write(pki.join("ca.crt"), &ca.pem)?;
         // The service-account token signing key pair (ES256).
         let service_accounts = rcgen::KeyPair::generate()?;
@@ -523,8 +549,8 @@ impl ControlPlane {
 
         let pki_file = |name: &str| pki.join(name).display().to_string();
         let mut apiserver_args: Vec<OsString> = [
-            "--bind-address=127.0.0.1".to_string(),
-            "--advertise-address=127.0.0.1".to_string(),
+            format!("--bind-address={}", network.bind),
+            format!("--advertise-address={}", network.advertise),
             format!("--secure-port={apiserver_port}"),
             format!("--etcd-servers={}", etcd_url(etcd_port)),
             format!("--tls-cert-file={}", apiserver_cert.display()),
@@ -533,13 +559,12 @@ impl ControlPlane {
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
             format!("--service-account-key-file={}", pki_file("sa.pub")),
             format!("--service-account-signing-key-file={}", pki_file("sa.key")),
-            format!("--service-cluster-ip-range={SERVICE_CIDR}"),
+            format!("--service-cluster-ip-range={}", network.service_cidr),
             "--authorization-mode=Node,RBAC".to_string(),
             // On by default already; listed because the tests depend on them.
             "--enable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook".to_string(),
             "--allow-privileged=true".to_string(),
-            // The `kubernetes` Service's Endpoints may not point at loopback.
-            "--endpoint-reconciler-type=none".to_string(),
+            format!("--endpoint-reconciler-type={}", network.endpoint_reconciler),
             "--profiling=false".to_string(),
         ]
         .map(OsString::from)
@@ -827,6 +852,13 @@ const KUEUE_CONVERTED: [&str; 5] = ["localqueues", "clusterqueues", "cohorts", "
 
 impl Kueue {
     pub fn start(plane: &ControlPlane) -> Result<Self> {
+        Self::start_as(plane, KUEUE_USER)
+    }
+
+    /// Kueue authenticated as `user` (by a client certificate): on a node,
+    /// its release service account's name, which the shipped policy config
+    /// lets unsuspend.
+    pub fn start_as(plane: &ControlPlane, user: &str) -> Result<Self> {
         let outputs = build("hack/build-kueue.sh")?;
         let bin = built(&outputs, "bin")?;
         let dir = plane.dir.join("kueue");
@@ -851,7 +883,7 @@ impl Kueue {
         let kubeconfig = dir.join("kubeconfig");
         // O=system:masters: cluster-admin, as Kueue's ClusterRole is close to;
         // what matters to eval-admission is the username.
-        plane.ca.kubeconfig(&kubeconfig, &plane.url, KUEUE_USER, "system:masters")?;
+        plane.ca.kubeconfig(&kubeconfig, &plane.url, user, "system:masters")?;
         let (webhook_port, metrics_port, health_port) = (free_port()?, free_port()?, free_port()?);
         let config = dir.join("config.yaml");
         std::fs::write(

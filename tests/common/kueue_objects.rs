@@ -41,6 +41,24 @@ pub fn namespace(name: &str, default_queue: Option<&str>, labels: &[(&str, &str)
     namespace
 }
 
+/// A ClusterQueue open to every namespace, covering what an EvalHub Job asks
+/// for (cpu and memory: its adapter container and its results sidecar).
+pub fn cluster_queue(name: &str, flavor: &str, cpu: &str, preemption: Value) -> Value {
+    let mut queue = json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": flavor, "resources": [
+                {"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": "8Gi"},
+            ]}]}],
+        },
+    });
+    if !preemption.is_null() {
+        queue["spec"]["preemption"] = preemption;
+    }
+    queue
+}
+
 pub fn local_queue(namespace: &str, name: &str, cluster_queue: &str) -> Value {
     json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",

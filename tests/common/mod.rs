@@ -6,6 +6,7 @@
 
 pub mod control_plane;
 pub mod kueue_objects;
+pub mod node;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,333 @@
+//! The shipped image and manifests on a real node (tests/common/node.rs):
+//! installed as the README's platform guide says (`certs/make-serving-cert.sh`,
+//! then `kubectl apply -k manifests/static-certs`), two replicas behind the
+//! Service the API server reaches, and the real Kueue controller.
+//!
+//! Runs only through `make e2e-node` (hack/in-node-netns.sh), one test at a
+//! time: the rollout and the replica loss change the one Deployment.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, ensure};
+use common::control_plane::{ControlPlane, Kueue, condition_true, environment_dir, poll, repo};
+use common::kueue_objects::{cluster_queue, flavor, local_queue, namespace, unique, workload};
+use common::node::{NODE_APISERVER_FLAGS, NODE_NETWORK, Node};
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+/// The release identity the shipped policy config lets unsuspend
+/// (manifests/base/config.yaml `kueueControllerUsernames`).
+const KUEUE_SERVICE_ACCOUNT: &str = "system:serviceaccount:kueue-system:kueue-controller-manager";
+const INSTALL_NAMESPACE: &str = "eval-admission-system";
+
+/// Field order is drop order.
+struct NodeEnvironment {
+    /// Held for its lifetime: it admits the evaluations.
+    _kueue: Kueue,
+    node: Node,
+    plane: ControlPlane,
+}
+
+fn environment() -> &'static NodeEnvironment {
+    static SHARED: OnceLock<Result<NodeEnvironment, String>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| start().map_err(|error| format!("{error:#}")))
+        .as_ref()
+        .unwrap_or_else(|error| panic!("the node environment did not start: {error}"))
+}
+
+fn start() -> Result<NodeEnvironment> {
+    let plane = ControlPlane::start_on(&NODE_NETWORK, &NODE_APISERVER_FLAGS)?;
+    eprintln!("node environment in {} (logs in logs/)", plane.dir.display());
+    // The image is made from the release binary when `make e2e-node` names it
+    // (what the Dockerfile ships), else from the binary under test.
+    let server = std::env::var_os("NODE_IMAGE_BINARY").map_or_else(|| common::BIN.into(), PathBuf::from);
+    let node = Node::start(&plane, &server)?;
+    let kueue = Kueue::start_as(&plane, KUEUE_SERVICE_ACCOUNT)?;
+    install(&plane, &node)?;
+    Ok(NodeEnvironment { _kueue: kueue, node, plane })
+}
+
+/// The platform guide's install, on a copy of the manifests: the serving
+/// certificate, then the static-certs overlay; the image the overlay names is
+/// the one built from the binary under test.
+fn install(plane: &ControlPlane, node: &Node) -> Result<()> {
+    let dir = environment_dir()?.join("install");
+    std::fs::create_dir_all(&dir)?;
+    let copy = std::process::Command::new("cp").arg("-r").arg(repo("manifests")).arg(&dir).status()?;
+    ensure!(copy.success(), "copying manifests/");
+    let manifests = dir.join("manifests");
+    let generated = manifests.join("static-certs/generated");
+    let _ = std::fs::remove_dir_all(&generated);
+    let certs = std::process::Command::new(repo("certs/make-serving-cert.sh")).arg(&generated).output()?;
+    ensure!(certs.status.success(), "make-serving-cert.sh: {}", String::from_utf8_lossy(&certs.stderr));
+    node.tag_image(&node.images.eval_admission, &shipped_image()?)?;
+    plane.run(&["apply", "-k", manifests.join("static-certs").to_str().context("path")?], None)?;
+    wait_available(plane, 2, Duration::from_secs(180))
+}
+
+/// The image the base kustomization names (`images:`), which a platform team
+/// pushes and the node pulls.
+fn shipped_image() -> Result<String> {
+    let kustomization: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(repo("manifests/base/kustomization.yaml"))?)?;
+    let image = &kustomization["images"][0];
+    Ok(format!(
+        "{}:{}",
+        image["newName"].as_str().context("images[0].newName")?,
+        image["newTag"].as_str().context("images[0].newTag")?
+    ))
+}
+
+/// Polls until the Deployment has `replicas` updated, available replicas and
+/// no others, and the Service has that many ready endpoints.
+fn wait_available(plane: &ControlPlane, replicas: i64, timeout: Duration) -> Result<()> {
+    poll(
+        "eval-admission's Deployment to be available behind its Service",
+        timeout,
+        Duration::from_millis(500),
+        || Ok(()),
+        || {
+            let deployment = get(plane, "deployment", INSTALL_NAMESPACE, "eval-admission").ok()?;
+            let status = &deployment["status"];
+            let settled = status["observedGeneration"] == deployment["metadata"]["generation"]
+                && status["replicas"].as_i64() == Some(replicas)
+                && status["updatedReplicas"].as_i64() == Some(replicas)
+                && status["availableReplicas"].as_i64() == Some(replicas);
+            (settled && ready_endpoints(plane).ok()? == replicas as usize).then_some(())
+        },
+    )
+}
+
+fn ready_endpoints(plane: &ControlPlane) -> Result<usize> {
+    let slices: Value = serde_json::from_str(&plane.run(
+        &[
+            "get",
+            "endpointslices",
+            "-n",
+            INSTALL_NAMESPACE,
+            "-l",
+            "kubernetes.io/service-name=eval-admission",
+            "-o",
+            "json",
+        ],
+        None,
+    )?)?;
+    Ok(slices["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|slice| slice["endpoints"].as_array().into_iter().flatten())
+        .filter(|endpoint| endpoint["conditions"]["ready"] == true)
+        .count())
+}
+
+fn get(plane: &ControlPlane, kind: &str, namespace: &str, name: &str) -> Result<Value> {
+    Ok(serde_json::from_str(&plane.run(&["get", kind, name, "-n", namespace, "-o", "json"], None)?)?)
+}
+
+/// A namespace whose default queue leads to a ClusterQueue with `cpu` of quota.
+fn queue_namespace(plane: &ControlPlane, cpu: &str) -> Result<String> {
+    let id = unique();
+    let (rf, cq, ns) = (format!("node-rf-{id}"), format!("node-cq-{id}"), format!("node-ns-{id}"));
+    plane.apply(
+        &[
+            flavor(&rf),
+            cluster_queue(&cq, &rf, cpu, Value::Null),
+            namespace(&ns, Some("evaluations"), &[]),
+            local_queue(&ns, "evaluations", &cq),
+        ],
+        &[],
+    )?;
+    Ok(ns)
+}
+
+/// An EvalHub-shaped Job (its labels, one container, no queue) running `script`.
+fn evaluation(name: &str, image: &str, cpu: &str, script: &str) -> Value {
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "labels": {"app": "evalhub", "component": "evaluation-job"}},
+        "spec": {"backoffLimit": 0, "template": {
+            "metadata": {"labels": {"app": "evalhub", "component": "evaluation-job"}},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [{
+                "name": "adapter", "image": image, "imagePullPolicy": "Never",
+                "command": ["sh", "-c", script],
+                "resources": {"requests": {"cpu": cpu, "memory": "16Mi"}},
+            }]}}},
+    })
+}
+
+/// The queue label from the namespace, suspended at creation (the Job
+/// controller records the resume), admitted by Kueue, and run to completion
+/// on the node: every step through the in-cluster webhook behind its Service.
+#[test]
+fn an_evaluation_is_queued_admitted_and_runs_to_completion() {
+    let env = environment();
+    let ns = queue_namespace(&env.plane, "1").unwrap();
+    let job = evaluation("evaluation", &env.node.images.busybox, "100m", "echo evaluated");
+    // What the webhooks make of it at creation (a server-side dry run goes
+    // through them too); Kueue may unsuspend the real one before it is read.
+    let shaped: Value = serde_json::from_str(
+        &env.plane
+            .run(&["create", "-n", &ns, "--dry-run=server", "-o", "json", "-f", "-"], Some(&job.to_string()))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(shaped["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "evaluations", "{shaped}");
+    assert_eq!(shaped["spec"]["suspend"], true, "{shaped}");
+    env.plane.run(&["create", "-n", &ns, "-f", "-"], Some(&job.to_string())).unwrap();
+
+    let done = poll(
+        "the evaluation to complete",
+        Duration::from_secs(180),
+        Duration::from_millis(500),
+        || Ok(()),
+        || {
+            let job = get(&env.plane, "job", &ns, "evaluation").ok()?;
+            condition_true(&job, "Complete").then_some(job)
+        },
+    )
+    .unwrap_or_else(|error| panic!("{error:#}\n{}\nkubelet:\n{}", env.node.containers(), env.node.kubelet_log(30)));
+    assert_eq!(done["status"]["succeeded"], 1, "{done}");
+    assert_eq!(done["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "evaluations", "{done}");
+    let workload = workload(&env.plane, &ns, "Job", "evaluation").unwrap().expect("Kueue's Workload");
+    assert!(condition_true(&workload, "Admitted"), "{workload}");
+}
+
+/// One create the API server refused: when, and why.
+#[derive(Debug)]
+struct Failure {
+    at: Instant,
+    error: String,
+}
+
+/// Creates `total` Jobs (or more, until `during` has finished), `concurrency`
+/// at a time, while `during` runs beside them; returns how many were sent and
+/// the ones that failed.
+async fn creates_during(
+    namespace: &str,
+    image: &str,
+    total: usize,
+    concurrency: usize,
+    during: impl FnOnce() -> Result<()> + Send + 'static,
+) -> Result<(usize, Vec<Failure>)> {
+    let env = environment();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&env.plane.kubeconfig)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    let jobs: Api<Job> = Api::namespaced(kube::Client::try_from(config)?, namespace);
+    let event = tokio::task::spawn_blocking(during);
+    let next = AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    let event_done = std::sync::atomic::AtomicBool::new(false);
+    let worker = |_| {
+        let (jobs, next, failures, event_done) = (&jobs, &next, &failures, &event_done);
+        async move {
+            loop {
+                let index = next.fetch_add(1, Ordering::SeqCst);
+                if index >= total && event_done.load(Ordering::SeqCst) {
+                    break;
+                }
+                let job: Job = serde_json::from_value(evaluation(&format!("load-{index}"), image, "1", "sleep 3600"))
+                    .expect("a Job");
+                if let Err(error) = jobs.create(&PostParams::default(), &job).await {
+                    failures
+                        .lock()
+                        .unwrap()
+                        .push(Failure { at: Instant::now(), error: format!("load-{index}: {error}") });
+                }
+            }
+        }
+    };
+    let workers = futures::future::join_all((0..concurrency).map(worker));
+    let watch_event = async {
+        let result = event.await;
+        event_done.store(true, Ordering::SeqCst);
+        result
+    };
+    let (_, event_result) = tokio::join!(workers, watch_event);
+    event_result??;
+    Ok((next.load(Ordering::SeqCst).saturating_sub(concurrency), failures.into_inner().unwrap()))
+}
+
+/// A rolling restart of the two replicas while Jobs are created: the API
+/// server must always find a replica that answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_restart_loses_no_create() {
+    let env = environment();
+    let ns = queue_namespace(&env.plane, "1").unwrap();
+    let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, || {
+        std::thread::sleep(Duration::from_secs(2));
+        let plane = &environment().plane;
+        plane.run(&["rollout", "restart", "deployment/eval-admission", "-n", INSTALL_NAMESPACE], None)?;
+        plane.run(
+            &["rollout", "status", "deployment/eval-admission", "-n", INSTALL_NAMESPACE, "--timeout=300s"],
+            None,
+        )?;
+        wait_available(plane, 2, Duration::from_secs(120))
+    })
+    .await
+    .unwrap();
+    eprintln!("rollout restart: {created} creates, {} failed", failures.len());
+    assert!(created >= 1000, "{created}");
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// SIGKILL to one replica's container while Jobs are created: the kubelet
+/// restarts it, and the API server keeps finding the other replica, except
+/// for the calls it sends to the dead one before the EndpointSlice drops it.
+/// Those cannot be saved from here: the API server's admission dispatchers
+/// (k8s.io/apiserver v0.35.4 `pkg/admission/plugin/webhook/{mutating,validating}/dispatcher.go`)
+/// call a webhook once, and a refused connection fails the create under
+/// `failurePolicy: Fail`; the retrying `GenericWebhook.WithExponentialBackoff`
+/// serves only the authentication and authorization webhooks. So this test
+/// holds the loss to that: every failure is a connection to the killed
+/// replica's address (refused, or a kept-alive one broken), within a short
+/// window after the kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_a_replica_loses_only_the_calls_already_routed_to_it() {
+    const WINDOW: Duration = Duration::from_secs(3);
+    let env = environment();
+    wait_available(&env.plane, 2, Duration::from_secs(120)).unwrap();
+    let ns = queue_namespace(&env.plane, "1").unwrap();
+    let killed = std::sync::Arc::new(std::sync::Mutex::new(None::<(Instant, String)>));
+    let record = killed.clone();
+    let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, move || {
+        std::thread::sleep(Duration::from_secs(2));
+        let env = environment();
+        let pods: Value = serde_json::from_str(&env.plane.run(
+            &["get", "pods", "-n", INSTALL_NAMESPACE, "-l", "app.kubernetes.io/name=eval-admission", "-o", "json"],
+            None,
+        )?)?;
+        let pod = &pods["items"][0];
+        let container =
+            pod["status"]["containerStatuses"][0]["containerID"].as_str().context("a running container")?.to_string();
+        let ip = pod["status"]["podIP"].as_str().context("the pod's IP")?.to_string();
+        *record.lock().unwrap() = Some((Instant::now(), ip));
+        env.node.kill_container(&container)?;
+        // Back to two ready replicas: the kubelet restarted the container.
+        std::thread::sleep(Duration::from_secs(1));
+        wait_available(&env.plane, 2, Duration::from_secs(120))
+    })
+    .await
+    .unwrap();
+    let (killed_at, killed_ip) = killed.lock().unwrap().clone().expect("a replica was killed");
+    let last = failures.iter().map(|failure| failure.at.saturating_duration_since(killed_at)).max();
+    eprintln!("replica loss: {created} creates, {} failed, the last {last:?} after the kill", failures.len());
+    assert!(created >= 1000, "{created}");
+    for failure in &failures {
+        // A new connection is refused; one the API server kept alive breaks.
+        let to_the_dead = failure.error.contains(&format!("{killed_ip}:8443"))
+            && ["connection refused", "broken pipe", "connection reset by peer", "EOF"]
+                .iter()
+                .any(|cause| failure.error.contains(cause));
+        let after = failure.at >= killed_at && failure.at - killed_at < WINDOW;
+        let since = failure.at.saturating_duration_since(killed_at);
+        assert!(to_the_dead && after, "{since:?} after the kill of {killed_ip}: {}", failure.error);
+    }
+}
