@@ -192,8 +192,15 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     let limits =
         Limits { max_body_bytes: args.max_body_bytes, confirm_timeout: args.confirm_timeout, ..Limits::default() };
     let body_budget = BodyBudget::new(LARGE_BODY_POOL_BYTES, SMALL_BODY_BYTES);
-    let app =
-        routes::router(AppState { config, cluster, metrics: metrics.clone(), limits, body_budget, noop: args.noop });
+    let app = routes::router(AppState {
+        config,
+        cluster,
+        metrics: metrics.clone(),
+        limits,
+        body_budget,
+        noop: args.noop,
+        shutdown: shutdown.clone(),
+    });
     let max_connections = connections::connections_that_fit(args.max_connections, RESERVED_DESCRIPTORS);
     if max_connections < args.max_connections {
         tracing::warn!(

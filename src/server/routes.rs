@@ -15,6 +15,7 @@ use crate::admission::{self, BadReview, Outcome, Webhook, request};
 use crate::cache::ClusterCache;
 use crate::config::Config;
 use crate::server::body_budget::{BodyBudget, Reservation};
+use crate::server::shutdown::Shutdown;
 use crate::server::{ReviewError, duration};
 use crate::telemetry::{ErrorLabels, Metrics, ReviewLabels, WebhookLabels};
 
@@ -29,6 +30,8 @@ pub struct AppState {
     pub body_budget: BodyBudget,
     /// Answer every review "allowed" after reading it: the benchmark baseline.
     pub noop: bool,
+    /// The shutdown phase: while draining, every HTTP/1.1 answer closes its connection.
+    pub shutdown: Shutdown,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -71,11 +74,31 @@ pub fn router(state: AppState) -> Router {
 async fn handle(webhook: Webhook, State(app): State<AppState>, request: Request) -> Response {
     let started = Instant::now();
     let (parts, body) = request.into_parts();
+    let version = parts.version;
+    let mut response = answer(webhook, &app, parts, body, started).await;
+    // The API server keeps its connections to a replica after the endpoints
+    // drop it, and would send the next review down one just as the drain
+    // closes it (a create fails with "broken pipe"): while draining, tell it to
+    // close each connection after its answer, so it dials a ready replica.
+    // HTTP/2 has no such header; its graceful shutdown sends GOAWAY instead.
+    if app.shutdown.is_draining() && version <= axum::http::Version::HTTP_11 {
+        response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    }
+    response
+}
+
+async fn answer(
+    webhook: Webhook,
+    app: &AppState,
+    parts: axum::http::request::Parts,
+    body: Body,
+    started: Instant,
+) -> Response {
     // One deadline from the first moment: a body that arrives slowly spends the review's time.
     let deadline = started + deadline(query_param(&parts.uri, "timeout"), &app.limits);
-    let result = match read_body(&app, &parts.headers, body, deadline).await {
+    let result = match read_body(app, &parts.headers, body, deadline).await {
         Ok((bytes, _held)) if app.noop => noop(&bytes),
-        Ok((bytes, _held)) => review(&app, webhook, &bytes, deadline).await,
+        Ok((bytes, _held)) => review(app, webhook, &bytes, deadline).await,
         Err(error) => Err(error),
     };
     let elapsed = started.elapsed();
@@ -86,7 +109,7 @@ async fn handle(webhook: Webhook, State(app): State<AppState>, request: Request)
     match result {
         Ok(outcome) => {
             if !app.noop {
-                record(&app, webhook, &outcome, elapsed);
+                record(app, webhook, &outcome, elapsed);
             }
             ([(header::CONTENT_TYPE, "application/json")], outcome.body).into_response()
         }
@@ -233,6 +256,10 @@ mod tests {
     use tower::ServiceExt;
 
     fn app(noop: bool, max_body_bytes: usize) -> Router {
+        app_shutting_down(noop, max_body_bytes, Shutdown::new())
+    }
+
+    fn app_shutting_down(noop: bool, max_body_bytes: usize, shutdown: Shutdown) -> Router {
         let state = crate::cluster::state_file::parse(include_bytes!("../../examples/cluster.yaml")).unwrap();
         router(AppState {
             config: Arc::new(Config::default()),
@@ -241,6 +268,7 @@ mod tests {
             limits: Limits { max_body_bytes, ..Limits::default() },
             body_budget: BodyBudget::new(LARGE_BODY_POOL_BYTES, SMALL_BODY_BYTES),
             noop,
+            shutdown,
         })
     }
 
@@ -277,6 +305,29 @@ mod tests {
         assert_eq!(response["response"]["uid"], "u-2");
         assert_eq!(response["response"]["allowed"], true);
         assert!(response["response"].get("warnings").is_none(), "noop does not run the rules");
+    }
+
+    /// Running: keep-alive. Draining: every HTTP/1.1 answer, a review or an
+    /// error, closes its connection; HTTP/2 gets no `Connection` header (it
+    /// is not allowed there).
+    #[tokio::test]
+    async fn answers_close_their_connection_while_draining() {
+        let answer = |shutdown: &Shutdown, version, max_body_bytes| {
+            let app = app_shutting_down(false, max_body_bytes, shutdown.clone());
+            let request = axum::http::Request::post("/validate").version(version).body(Body::from(POD_REVIEW)).unwrap();
+            async move {
+                let response = app.oneshot(request).await.unwrap();
+                (response.status(), response.headers().get(header::CONNECTION).cloned())
+            }
+        };
+        let (http11, http2) = (axum::http::Version::HTTP_11, axum::http::Version::HTTP_2);
+        let shutdown = Shutdown::new();
+        assert_eq!(answer(&shutdown, http11, 1 << 20).await, (StatusCode::OK, None));
+        shutdown.advance(crate::server::shutdown::Phase::Draining);
+        let close = Some(header::HeaderValue::from_static("close"));
+        assert_eq!(answer(&shutdown, http11, 1 << 20).await, (StatusCode::OK, close.clone()));
+        assert_eq!(answer(&shutdown, http11, 16).await, (StatusCode::PAYLOAD_TOO_LARGE, close));
+        assert_eq!(answer(&shutdown, http2, 1 << 20).await, (StatusCode::OK, None));
     }
 
     #[test]

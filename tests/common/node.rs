@@ -229,45 +229,34 @@ impl Node {
             .map(OsString::from),
             &[("PATH", path.into())],
         )?;
-        let manager_kubeconfig = component_kubeconfig("kube-controller-manager", "system:kube-controller-manager")?;
-        let manager_flag = |flag: &str| format!("--{flag}={}", manager_kubeconfig.display());
-        let mut controller_manager = Process::start(
+        // The two controllers, on loopback, each its own delegated authn/authz.
+        let controller = |name: &str, extra: &[String]| -> Result<Process> {
+            let kubeconfig = component_kubeconfig(name, &format!("system:{name}"))?;
+            let mut args: Vec<OsString> = ["kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig"]
+                .iter()
+                .map(|flag| format!("--{flag}={}", kubeconfig.display()).into())
+                .collect();
+            args.extend(
+                [
+                    "--bind-address=127.0.0.1".into(),
+                    format!("--secure-port={}", free_port()?),
+                    "--leader-elect=false".into(),
+                    "--v=1".into(),
+                ]
+                .map(OsString::from),
+            );
+            args.extend(extra.iter().map(OsString::from));
+            Process::start(name, &logs, &bin.join(name), &args, &[])
+        };
+        let mut controller_manager = controller(
             "kube-controller-manager",
-            &logs,
-            &bin.join("kube-controller-manager"),
             &[
-                manager_flag("kubeconfig"),
-                manager_flag("authentication-kubeconfig"),
-                manager_flag("authorization-kubeconfig"),
-                "--bind-address=127.0.0.1".into(),
-                format!("--secure-port={}", free_port()?),
-                "--leader-elect=false".into(),
                 "--use-service-account-credentials=true".into(),
                 format!("--service-account-private-key-file={}", plane.dir.join("pki/sa.key").display()),
                 format!("--root-ca-file={}", plane.dir.join("pki/ca.crt").display()),
-                "--v=1".into(),
-            ]
-            .map(OsString::from),
-            &[],
+            ],
         )?;
-        let scheduler_kubeconfig = component_kubeconfig("kube-scheduler", "system:kube-scheduler")?;
-        let scheduler_flag = |flag: &str| format!("--{flag}={}", scheduler_kubeconfig.display());
-        let mut scheduler = Process::start(
-            "kube-scheduler",
-            &logs,
-            &bin.join("kube-scheduler"),
-            &[
-                scheduler_flag("kubeconfig"),
-                scheduler_flag("authentication-kubeconfig"),
-                scheduler_flag("authorization-kubeconfig"),
-                "--bind-address=127.0.0.1".into(),
-                format!("--secure-port={}", free_port()?),
-                "--leader-elect=false".into(),
-                "--v=1".into(),
-            ]
-            .map(OsString::from),
-            &[],
-        )?;
+        let mut scheduler = controller("kube-scheduler", &[])?;
 
         let mut alive = || -> Result<()> {
             containerd.check_running()?;
