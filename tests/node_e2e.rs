@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use common::control_plane::{ControlPlane, Kueue, condition_true, environment_dir, poll, repo};
 use common::kueue_objects::{cluster_queue, flavor, local_queue, namespace, unique, workload};
-use common::node::{NODE_APISERVER_FLAGS, NODE_NETWORK, Node};
+use common::node::{JobSetController, NODE_APISERVER_FLAGS, NODE_NETWORK, Node};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -28,8 +28,9 @@ const INSTALL_NAMESPACE: &str = "eval-admission-system";
 
 /// Field order is drop order.
 struct NodeEnvironment {
-    /// Held for its lifetime: it admits the evaluations.
+    /// Held for their lifetime: one admits the evaluations, the other makes a JobSet's Jobs.
     _kueue: Kueue,
+    _jobset: JobSetController,
     node: Node,
     plane: ControlPlane,
 }
@@ -50,8 +51,9 @@ fn start() -> Result<NodeEnvironment> {
     let server = std::env::var_os("NODE_IMAGE_BINARY").map_or_else(|| common::BIN.into(), PathBuf::from);
     let node = Node::start(&plane, &server)?;
     let kueue = Kueue::start_as(&plane, KUEUE_SERVICE_ACCOUNT)?;
+    let jobset = JobSetController::start(&plane)?;
     install(&plane, &node)?;
-    Ok(NodeEnvironment { _kueue: kueue, node, plane })
+    Ok(NodeEnvironment { _kueue: kueue, _jobset: jobset, node, plane })
 }
 
 /// The platform guide's install, on a copy of the manifests: the serving
@@ -198,6 +200,62 @@ fn an_evaluation_is_queued_admitted_and_runs_to_completion() {
     assert_eq!(done["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "evaluations", "{done}");
     let workload = workload(&env.plane, &ns, "Job", "evaluation").unwrap().expect("Kueue's Workload");
     assert!(condition_true(&workload, "Admitted"), "{workload}");
+}
+
+/// An AIPerf-shaped JobSet (its label, a leader and two workers, no queue):
+/// queued and suspended by the webhook, admitted by Kueue as one workload,
+/// its child Jobs made by the real JobSet controller and left alone by the
+/// webhook (Kueue admits them through their owner), every pod run to the end.
+#[test]
+fn a_jobset_is_queued_and_its_jobs_run_to_completion() {
+    let env = environment();
+    let ns = queue_namespace(&env.plane, "1").unwrap();
+    let pod = |script: &str| {
+        json!({"spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [{
+            "name": "aiperf", "image": env.node.images.busybox, "imagePullPolicy": "Never",
+            "command": ["sh", "-c", script], "resources": {"requests": {"cpu": "100m", "memory": "16Mi"}}}]}})
+    };
+    let replicated = |name: &str, replicas: u32| {
+        json!({"name": name, "replicas": replicas,
+               "template": {"spec": {"backoffLimit": 0, "template": pod(&format!("echo {name} done"))}}})
+    };
+    let jobset = json!({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "benchmark", "labels": {"app": "aiperf"}},
+        "spec": {"replicatedJobs": [replicated("leader", 1), replicated("workers", 2)]},
+    });
+    let shaped: Value = serde_json::from_str(
+        &env.plane
+            .run(&["create", "-n", &ns, "--dry-run=server", "-o", "json", "-f", "-"], Some(&jobset.to_string()))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(shaped["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "evaluations", "{shaped}");
+    assert_eq!(shaped["spec"]["suspend"], true, "{shaped}");
+    env.plane.run(&["create", "-n", &ns, "-f", "-"], Some(&jobset.to_string())).unwrap();
+
+    let done = poll(
+        "the JobSet to complete",
+        Duration::from_secs(240),
+        Duration::from_millis(500),
+        || Ok(()),
+        || {
+            let jobset = get(&env.plane, "jobset", &ns, "benchmark").ok()?;
+            condition_true(&jobset, "Completed").then_some(jobset)
+        },
+    )
+    .unwrap_or_else(|error| panic!("{error:#}\n{}\nkubelet:\n{}", env.node.containers(), env.node.kubelet_log(30)));
+    let workload = workload(&env.plane, &ns, "JobSet", "benchmark").unwrap().expect("Kueue's Workload");
+    assert!(condition_true(&workload, "Admitted"), "{workload}");
+    let jobs: Value =
+        serde_json::from_str(&env.plane.run(&["get", "jobs", "-n", &ns, "-o", "json"], None).unwrap()).unwrap();
+    let children: Vec<&Value> = jobs["items"].as_array().unwrap().iter().collect();
+    let names: Vec<&str> = children.iter().filter_map(|job| job["metadata"]["name"].as_str()).collect();
+    assert_eq!(names, ["benchmark-leader-0", "benchmark-workers-0", "benchmark-workers-1"], "{done}");
+    for job in children {
+        assert!(common::kueue_objects::owned_by(job, "JobSet", "benchmark"), "{job}");
+        assert!(condition_true(job, "Complete"), "{job}");
+    }
 }
 
 /// One create the API server refused: when, and why.

@@ -27,7 +27,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 
-use super::control_plane::{ControlPlane, Network, Process, Usage, build, built, free_port, http_ok, poll, repo, tail};
+use super::control_plane::{
+    ControlPlane, Kubectl, Network, Process, Usage, build, built, free_port, http_ok, poll, repo, tail,
+};
 
 /// The node's name and address (on the bridge hack/in-node-netns.sh makes).
 pub const NODE_NAME: &str = "eval-node";
@@ -394,4 +396,92 @@ state = "{state}"
         cni_bin = cni_bin.display(),
         cni_conf = cni_conf.display(),
     )
+}
+
+/// The real JobSet controller (hack/build-jobset.sh builds it from its Go
+/// module), out of the cluster as Kueue is: leader election and its own
+/// certificate rotation off, a certificate from the environment's CA, and its
+/// webhook configurations as its release installs them (config/components/webhook,
+/// names prefixed `jobset-` as config/default does) pointed at loopback. Its
+/// mutating webhook is not optional: it fills `spec.network`, without which
+/// the controller cannot reconcile a JobSet.
+pub struct JobSetController {
+    kubectl: Kubectl,
+    configurations: Vec<(String, String)>,
+    process: Process,
+}
+
+impl JobSetController {
+    pub fn start(plane: &ControlPlane) -> Result<Self> {
+        let outputs = build("hack/build-jobset.sh")?;
+        let bin = built(&outputs, "jobset_bin")?.join("jobset-manager");
+        let webhooks = built(&outputs, "jobset_webhooks")?;
+        let dir = plane.dir.join("jobset");
+        let certs = dir.join("certs");
+        plane.ca.issue_files(&certs, "tls", Usage::Server(&["127.0.0.1"]))?;
+        let kubeconfig = dir.join("kubeconfig");
+        // O=system:masters: its release ClusterRole covers Jobs, Services, Pods and Events.
+        plane.ca.kubeconfig(&kubeconfig, &plane.url, "jobset-controller", "system:masters")?;
+        let (webhook_port, metrics_port, health_port) = (free_port()?, free_port()?, free_port()?);
+        let config = dir.join("config.yaml");
+        std::fs::write(
+            &config,
+            serde_json::to_string_pretty(&json!({
+                "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+                "kind": "Configuration",
+                "leaderElection": {"leaderElect": false},
+                "internalCertManagement": {"enable": false},
+                "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": certs},
+                "metrics": {"bindAddress": format!("127.0.0.1:{metrics_port}")},
+                "health": {"healthProbeBindAddress": format!("127.0.0.1:{health_port}")},
+            }))?,
+        )?;
+        let mut process = Process::start(
+            "jobset",
+            &plane.logs(),
+            &bin,
+            &["--config".into(), config.into_os_string(), "--zap-log-level=2".into()],
+            &[("KUBECONFIG", kubeconfig.into_os_string())],
+        )?;
+        poll(
+            "the JobSet controller's /readyz",
+            Duration::from_secs(120),
+            Duration::from_millis(250),
+            || process.check_running(),
+            || http_ok(health_port, "/readyz").then_some(()),
+        )?;
+        let rendered = plane.run(&["kustomize", path_str(&webhooks)?], None)?;
+        let ca_bundle = plane.ca.bundle();
+        let mut objects = Vec::new();
+        let mut configurations = Vec::new();
+        for document in serde_yaml::Deserializer::from_str(&rendered) {
+            let mut object: Value = serde::Deserialize::deserialize(document)?;
+            if object["kind"] == "Service" {
+                continue;
+            }
+            let name = format!("jobset-{}", object["metadata"]["name"].as_str().context("name")?);
+            object["metadata"]["name"] = name.clone().into();
+            for webhook in object["webhooks"].as_array_mut().context("webhooks")? {
+                let path = webhook["clientConfig"]["service"]["path"].as_str().context("service path")?.to_string();
+                webhook["clientConfig"] =
+                    json!({"url": format!("https://127.0.0.1:{webhook_port}{path}"), "caBundle": ca_bundle});
+            }
+            let kind = object["kind"].as_str().context("kind")?.to_ascii_lowercase();
+            configurations.push((kind, name));
+            objects.push(object);
+        }
+        ensure!(objects.len() == 2, "expected JobSet's two webhook configurations, got {}", objects.len());
+        plane.apply(&objects, &["--server-side", "--force-conflicts", "--field-manager=test-env"])?;
+        Ok(Self { kubectl: plane.kubectl.clone(), configurations, process })
+    }
+}
+
+impl Drop for JobSetController {
+    /// Its webhooks fail closed: they go before the controller does.
+    fn drop(&mut self) {
+        for (kind, name) in &self.configurations {
+            let _ = self.kubectl.run(&["delete", kind, name, "--ignore-not-found"], None);
+        }
+        self.process.stop();
+    }
 }
