@@ -191,7 +191,7 @@ clients:
 
 # The shipped image and manifests on a real node (tests/node_e2e.rs): containerd,
 # kubelet, kube-proxy, the scheduler and the controller manager (hack/build-node.sh),
-# the JobSet controller (hack/build-jobset.sh),
+# the JobSet controller (hack/build-jobset.sh), cert-manager (hack/build-cert-manager.sh),
 # the images built here (hack/build-images.sh), the release binary in
 # eval-admission's. Everything is built first, outside: the tests then run in a
 # network namespace of their own (hack/in-node-netns.sh), which has no way out.
@@ -201,6 +201,7 @@ e2e-node: build
 	./hack/build-kueue.sh >/dev/null
 	./hack/build-node.sh >/dev/null
 	./hack/build-jobset.sh >/dev/null
+	./hack/build-cert-manager.sh >/dev/null
 	./hack/build-images.sh $(BIN) >/dev/null
 	$(CARGO) test --locked --no-run --test node_e2e
 	NODE_IMAGE_BINARY=$(BIN) ./hack/in-node-netns.sh $(CARGO) test --locked --offline --test node_e2e -- --test-threads 1 --nocapture

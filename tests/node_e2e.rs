@@ -8,15 +8,16 @@
 
 mod common;
 
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use common::control_plane::{ControlPlane, Kueue, condition_true, environment_dir, poll, repo};
+use common::control_plane::{ControlPlane, Kueue, condition_true, environment_dir, poll, repo, tail};
 use common::kueue_objects::{cluster_queue, flavor, local_queue, namespace, unique, workload};
-use common::node::{JobSetController, NODE_APISERVER_FLAGS, NODE_NETWORK, Node};
+use common::node::{CertManager, JobSetController, NODE_APISERVER_FLAGS, NODE_NETWORK, Node};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -31,8 +32,11 @@ struct NodeEnvironment {
     /// Held for their lifetime: one admits the evaluations, the other makes a JobSet's Jobs.
     _kueue: Kueue,
     _jobset: JobSetController,
+    _cert_manager: CertManager,
     node: Node,
     plane: ControlPlane,
+    /// The manifests as installed (a copy, with the generated certificates).
+    manifests: PathBuf,
 }
 
 fn environment() -> &'static NodeEnvironment {
@@ -52,14 +56,15 @@ fn start() -> Result<NodeEnvironment> {
     let node = Node::start(&plane, &server)?;
     let kueue = Kueue::start_as(&plane, KUEUE_SERVICE_ACCOUNT)?;
     let jobset = JobSetController::start(&plane)?;
-    install(&plane, &node)?;
-    Ok(NodeEnvironment { _kueue: kueue, _jobset: jobset, node, plane })
+    let cert_manager = CertManager::start(&plane)?;
+    let manifests = install(&plane, &node)?;
+    Ok(NodeEnvironment { _kueue: kueue, _jobset: jobset, _cert_manager: cert_manager, node, plane, manifests })
 }
 
 /// The platform guide's install, on a copy of the manifests: the serving
 /// certificate, then the static-certs overlay; the image the overlay names is
 /// the one built from the binary under test.
-fn install(plane: &ControlPlane, node: &Node) -> Result<()> {
+fn install(plane: &ControlPlane, node: &Node) -> Result<PathBuf> {
     let dir = environment_dir()?.join("install");
     std::fs::create_dir_all(&dir)?;
     let copy = std::process::Command::new("cp").arg("-r").arg(repo("manifests")).arg(&dir).status()?;
@@ -71,7 +76,8 @@ fn install(plane: &ControlPlane, node: &Node) -> Result<()> {
     ensure!(certs.status.success(), "make-serving-cert.sh: {}", String::from_utf8_lossy(&certs.stderr));
     node.tag_image(&node.images.eval_admission, &shipped_image()?)?;
     plane.run(&["apply", "-k", manifests.join("static-certs").to_str().context("path")?], None)?;
-    wait_available(plane, 2, Duration::from_secs(180))
+    wait_available(plane, 2, Duration::from_secs(180))?;
+    Ok(manifests)
 }
 
 /// The image the base kustomization names (`images:`), which a platform team
@@ -266,13 +272,14 @@ struct Failure {
 }
 
 /// Creates `total` Jobs (or more, until `during` has finished), `concurrency`
-/// at a time, while `during` runs beside them; returns how many were sent and
-/// the ones that failed.
+/// at a time, each sender pausing `pace` between its creates, while `during`
+/// runs beside them; returns how many were sent and the ones that failed.
 async fn creates_during(
     namespace: &str,
     image: &str,
     total: usize,
     concurrency: usize,
+    pace: Duration,
     during: impl FnOnce() -> Result<()> + Send + 'static,
 ) -> Result<(usize, Vec<Failure>)> {
     let env = environment();
@@ -299,6 +306,7 @@ async fn creates_during(
                         .unwrap()
                         .push(Failure { at: Instant::now(), error: format!("load-{index}: {error}") });
                 }
+                tokio::time::sleep(pace).await;
             }
         }
     };
@@ -319,7 +327,7 @@ async fn creates_during(
 async fn a_rollout_restart_loses_no_create() {
     let env = environment();
     let ns = queue_namespace(&env.plane, "1").unwrap();
-    let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, || {
+    let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, Duration::ZERO, || {
         std::thread::sleep(Duration::from_secs(2));
         let plane = &environment().plane;
         plane.run(&["rollout", "restart", "deployment/eval-admission", "-n", INSTALL_NAMESPACE], None)?;
@@ -355,7 +363,7 @@ async fn losing_a_replica_loses_only_the_calls_already_routed_to_it() {
     // When the kill was sent, to which address, and when both replicas were ready again.
     let killed = std::sync::Arc::new(std::sync::Mutex::new(None::<(Instant, String, Option<Instant>)>));
     let record = killed.clone();
-    let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, move || {
+    let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, Duration::ZERO, move || {
         std::thread::sleep(Duration::from_secs(2));
         let env = environment();
         let pods: Value = serde_json::from_str(&env.plane.run(
@@ -395,4 +403,108 @@ async fn losing_a_replica_loses_only_the_calls_already_routed_to_it() {
         let since = failure.at.saturating_duration_since(killed_at);
         assert!(to_the_dead && while_down, "{since:?} after the kill of {killed_ip}: {}", failure.error);
     }
+}
+
+/// eval-admission's serving-certificate reloads, summed over its pods (their
+/// admin port, on the pod network this test runs beside).
+fn certificate_reloads(plane: &ControlPlane) -> Result<u64> {
+    let pods: Value = serde_json::from_str(&plane.run(
+        &["get", "pods", "-n", INSTALL_NAMESPACE, "-l", "app.kubernetes.io/name=eval-admission", "-o", "json"],
+        None,
+    )?)?;
+    let mut total = 0;
+    for pod in pods["items"].as_array().into_iter().flatten() {
+        let ip = pod["status"]["podIP"].as_str().context("a pod IP")?;
+        let mut stream = std::net::TcpStream::connect((ip, 8080))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        write!(stream, "GET /metrics HTTP/1.0\r\nHost: {ip}\r\n\r\n")?;
+        let mut metrics = String::new();
+        stream.read_to_string(&mut metrics)?;
+        total += metrics
+            .lines()
+            .find_map(|line| line.strip_prefix("eval_admission_tls_certificate_reloads_total "))
+            .context("the reload counter")?
+            .trim()
+            .parse::<u64>()?;
+    }
+    Ok(total)
+}
+
+/// The default install (`kubectl apply -k manifests/`, cert-manager's) over
+/// the static one, then renewals of the serving certificate every 10 s while
+/// Jobs are created: the pods load each renewed pair from their Secret volume,
+/// cainjector keeps caBundle on the same CA, and no create fails. Last by
+/// name: it changes how the replicas get their certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create() {
+    let env = environment();
+    let plane = &env.plane;
+    plane.run(&["apply", "-k", env.manifests.to_str().unwrap()], None).unwrap();
+    // As on a fresh install: cert-manager v1.11 would adopt the static pair
+    // left in the Secret ("up to date") instead of issuing its own.
+    plane.run(&["delete", "secret", "eval-admission-tls", "-n", INSTALL_NAMESPACE], None).unwrap();
+    // Issued, and caBundle the issuing CA in both configurations.
+    let injected = || {
+        let certificate = get(plane, "certificate", INSTALL_NAMESPACE, "eval-admission").ok()?;
+        let secret = get(plane, "secret", INSTALL_NAMESPACE, "eval-admission-tls").ok()?;
+        let ca = secret["data"]["ca.crt"].as_str()?.to_string();
+        let bundles_match = ["mutatingwebhookconfiguration", "validatingwebhookconfiguration"]
+            .iter()
+            .zip(["eval-admission-mutating", "eval-admission-validating"])
+            .all(|(kind, name)| {
+                let configuration: Option<Value> = plane
+                    .run(&["get", kind, name, "-o", "json"], None)
+                    .ok()
+                    .and_then(|text| serde_json::from_str(&text).ok());
+                configuration.is_some_and(|c| {
+                    c["webhooks"]
+                        .as_array()
+                        .is_some_and(|hooks| hooks.iter().all(|w| w["clientConfig"]["caBundle"] == ca.as_str()))
+                })
+            });
+        (condition_true(&certificate, "Ready") && bundles_match).then_some(())
+    };
+    // cert-manager retries its CA Issuer with a growing backoff until the CA's
+    // Secret exists: on a busy machine that can take minutes.
+    poll(
+        "cert-manager's certificate and caBundle",
+        Duration::from_secs(300),
+        Duration::from_secs(1),
+        || Ok(()),
+        injected,
+    )
+    .unwrap_or_else(|error| {
+        let state = plane
+            .run(&["get", "certificates,issuers,certificaterequests", "-n", INSTALL_NAMESPACE, "-o", "wide"], None);
+        panic!("{error:#}\n{state:?}\ncert-manager:\n{}", tail(&plane.logs().join("cert-manager-controller.log"), 20))
+    });
+    // New pods mount cert-manager's Secret from the start.
+    plane.run(&["rollout", "restart", "deployment/eval-admission", "-n", INSTALL_NAMESPACE], None).unwrap();
+    wait_available(plane, 2, Duration::from_secs(180)).unwrap();
+
+    let ns = queue_namespace(plane, "1").unwrap();
+    let before = certificate_reloads(plane).unwrap();
+    let certificate = ["patch", "certificate", "eval-admission", "-n", INSTALL_NAMESPACE, "--type=merge", "-p"];
+    let renew_every_10s = r#"{"spec":{"duration":"1h","renewBefore":"59m50s"}}"#;
+    plane.run(&[&certificate[..], &[renew_every_10s]].concat(), None).unwrap();
+    let pace = Duration::from_millis(200);
+    let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, pace, move || {
+        // Both replicas have loaded a renewed pair, and once more.
+        let plane = &environment().plane;
+        let renewed = || (certificate_reloads(plane).ok()? >= before + 4).then_some(());
+        poll(
+            "renewed certificates in both replicas",
+            Duration::from_secs(240),
+            Duration::from_secs(1),
+            || Ok(()),
+            renewed,
+        )
+    })
+    .await
+    .unwrap();
+    plane.run(&[&certificate[..], &[r#"{"spec":{"duration":"2160h","renewBefore":"720h"}}"#]].concat(), None).unwrap();
+    let reloads = certificate_reloads(plane).unwrap() - before;
+    eprintln!("certificate renewal: {created} creates, {} failed, {reloads} reloads", failures.len());
+    assert!(created >= 1000, "{created}");
+    assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -185,6 +185,9 @@ impl Node {
                 "imageGCHighThresholdPercent": 100,
                 "imageGCLowThresholdPercent": 99,
                 "serializeImagePulls": false,
+                // Secret volumes follow their Secret within this (1m upstream): a
+                // renewed serving certificate reaches the pods in seconds.
+                "syncFrequency": "10s",
             }))?,
         )?;
         let kubelet_root = dir.join("kubelet");
@@ -483,5 +486,49 @@ impl Drop for JobSetController {
             let _ = self.kubectl.run(&["delete", kind, name, "--ignore-not-found"], None);
         }
         self.process.stop();
+    }
+}
+
+/// cert-manager's controller and cainjector (hack/build-cert-manager.sh builds
+/// v1.11.5, the last release whose commands its Go module still ships), out
+/// of the cluster, with its CRDs; no cert-manager webhook, so nothing enforces
+/// its minimum durations (the renewal test relies on that).
+pub struct CertManager {
+    controller: Process,
+    cainjector: Process,
+}
+
+impl CertManager {
+    pub fn start(plane: &ControlPlane) -> Result<Self> {
+        let outputs = build("hack/build-cert-manager.sh")?;
+        let bin = built(&outputs, "cert_manager_bin")?;
+        let crds = built(&outputs, "cert_manager_crds")?;
+        let crds = path_str(&crds)?;
+        plane.run(&["apply", "--server-side", "--force-conflicts", "--field-manager=test-env", "-f", crds], None)?;
+        plane.wait_established(&["-f", crds])?;
+        let kubeconfig = plane.dir.join("cert-manager.kubeconfig");
+        plane.ca.kubeconfig(&kubeconfig, &plane.url, "cert-manager", "system:masters")?;
+        let flag = format!("--kubeconfig={}", kubeconfig.display());
+        let controller = Process::start(
+            "cert-manager-controller",
+            &plane.logs(),
+            &bin.join("controller"),
+            &[flag.clone(), "--leader-elect=false".into(), "--metrics-listen-address=127.0.0.1:0".into()]
+                .map(OsString::from),
+            &[],
+        )?;
+        let cainjector = Process::start(
+            "cert-manager-cainjector",
+            &plane.logs(),
+            &bin.join("cainjector"),
+            &[flag, "--leader-elect=false".into()].map(OsString::from),
+            &[],
+        )?;
+        Ok(Self { controller, cainjector })
+    }
+
+    pub fn check_running(&mut self) -> Result<()> {
+        self.controller.check_running()?;
+        self.cainjector.check_running()
     }
 }
