@@ -1,10 +1,12 @@
 //! The shipped image and manifests on a real node (tests/common/node.rs):
 //! installed as the README's platform guide says (`certs/make-serving-cert.sh`,
-//! then `kubectl apply -k manifests/static-certs`), two replicas behind the
-//! Service the API server reaches, and the real Kueue controller.
+//! then `kubectl apply -k manifests/static-certs`; the last test moves to the
+//! default, cert-manager's), two replicas behind the Service the API server
+//! reaches, beside the real Kueue, JobSet and cert-manager controllers.
 //!
 //! Runs only through `make e2e-node` (hack/in-node-netns.sh), one test at a
-//! time: the rollout and the replica loss change the one Deployment.
+//! time, in name order: the rollout, the replica loss and the move to
+//! cert-manager each change the one Deployment.
 
 mod common;
 
@@ -15,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use common::control_plane::{ControlPlane, Kueue, condition_true, environment_dir, poll, repo, tail};
+use common::control_plane::{ControlPlane, Kueue, condition_true, poll, repo, tail};
 use common::kueue_objects::{cluster_queue, flavor, local_queue, namespace, unique, workload};
 use common::node::{CertManager, JobSetController, NODE_APISERVER_FLAGS, NODE_NETWORK, Node};
 use k8s_openapi::api::batch::v1::Job;
@@ -27,9 +29,12 @@ use serde_json::{Value, json};
 const KUEUE_SERVICE_ACCOUNT: &str = "system:serviceaccount:kueue-system:kueue-controller-manager";
 const INSTALL_NAMESPACE: &str = "eval-admission-system";
 
-/// Field order is drop order.
+/// A `static` holds it, so no destructor runs: its processes go with the
+/// test binary by their parent-death signal, and hack/in-node-netns.sh
+/// removes what outlives them.
 struct NodeEnvironment {
-    /// Held for their lifetime: one admits the evaluations, the other makes a JobSet's Jobs.
+    /// Held for their lifetime: Kueue admits, JobSet makes a JobSet's Jobs,
+    /// cert-manager issues the default install's certificate.
     _kueue: Kueue,
     _jobset: JobSetController,
     _cert_manager: CertManager,
@@ -65,7 +70,7 @@ fn start() -> Result<NodeEnvironment> {
 /// certificate, then the static-certs overlay; the image the overlay names is
 /// the one built from the binary under test.
 fn install(plane: &ControlPlane, node: &Node) -> Result<PathBuf> {
-    let dir = environment_dir()?.join("install");
+    let dir = plane.dir.join("install");
     std::fs::create_dir_all(&dir)?;
     let copy = std::process::Command::new("cp").arg("-r").arg(repo("manifests")).arg(&dir).status()?;
     ensure!(copy.success(), "copying manifests/");

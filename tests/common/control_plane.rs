@@ -254,7 +254,7 @@ pub fn built(outputs: &[(String, PathBuf)], key: &str) -> Result<PathBuf> {
 
 /// A fresh directory for one environment, after removing those of test
 /// processes that are gone.
-pub fn environment_dir() -> Result<PathBuf> {
+fn environment_dir() -> Result<PathBuf> {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let root = std::env::temp_dir().join("eval-admission-test-env");
     std::fs::create_dir_all(&root)?;

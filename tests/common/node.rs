@@ -53,7 +53,7 @@ pub const NODE_NETWORK: Network = Network {
 pub const NODE_APISERVER_FLAGS: [&str; 2] =
     ["--enable-aggregator-routing=true", "--kubelet-preferred-address-types=InternalIP"];
 
-/// The set by hack/in-node-netns.sh, which a node needs around it.
+/// Set by hack/in-node-netns.sh, whose namespaces a node needs around it.
 const NETNS_MARKER: &str = "EVAL_ADMISSION_NODE_NETNS";
 
 /// The images hack/build-images.sh wrote, as OCI archives, and their names.
