@@ -176,37 +176,49 @@ fn evaluation(name: &str, image: &str, cpu: &str, script: &str) -> Value {
     })
 }
 
-/// The queue label from the namespace, suspended at creation (the Job
-/// controller records the resume), admitted by Kueue, and run to completion
-/// on the node: every step through the in-cluster webhook behind its Service.
+/// Creates `object` in `ns` after checking, by a server-side dry run (which
+/// goes through the webhooks too), that it is queued on the namespace's
+/// default queue and suspended at creation (Kueue may unsuspend the real one
+/// before it can be read); returns it once its `condition` is true.
+fn create_queued_and_run(
+    env: &NodeEnvironment,
+    ns: &str,
+    object: &Value,
+    resource: &str,
+    condition: &str,
+    timeout: Duration,
+) -> Value {
+    let create = |extra: &[&str]| {
+        let args = [&["create", "-n", ns][..], extra, &["-f", "-"]].concat();
+        env.plane.run(&args, Some(&object.to_string())).unwrap()
+    };
+    let shaped: Value = serde_json::from_str(&create(&["--dry-run=server", "-o", "json"])).unwrap();
+    assert_eq!(shaped["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "evaluations", "{shaped}");
+    assert_eq!(shaped["spec"]["suspend"], true, "{shaped}");
+    create(&[]);
+    let name = object["metadata"]["name"].as_str().unwrap();
+    poll(
+        &format!("{resource} {name} to be {condition}"),
+        timeout,
+        Duration::from_millis(500),
+        || Ok(()),
+        || {
+            let current = get(&env.plane, resource, ns, name).ok()?;
+            condition_true(&current, condition).then_some(current)
+        },
+    )
+    .unwrap_or_else(|error| panic!("{error:#}\n{}\nkubelet:\n{}", env.node.containers(), env.node.kubelet_log(30)))
+}
+
+/// An EvalHub-shaped Job: the queue label from the namespace and suspended at
+/// creation, admitted by Kueue, and run to completion on the node, every step
+/// through the in-cluster webhook behind its Service.
 #[test]
 fn an_evaluation_is_queued_admitted_and_runs_to_completion() {
     let env = environment();
     let ns = queue_namespace(&env.plane, "1").unwrap();
     let job = evaluation("evaluation", &env.node.images.busybox, "100m", "echo evaluated");
-    // What the webhooks make of it at creation (a server-side dry run goes
-    // through them too); Kueue may unsuspend the real one before it is read.
-    let shaped: Value = serde_json::from_str(
-        &env.plane
-            .run(&["create", "-n", &ns, "--dry-run=server", "-o", "json", "-f", "-"], Some(&job.to_string()))
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(shaped["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "evaluations", "{shaped}");
-    assert_eq!(shaped["spec"]["suspend"], true, "{shaped}");
-    env.plane.run(&["create", "-n", &ns, "-f", "-"], Some(&job.to_string())).unwrap();
-
-    let done = poll(
-        "the evaluation to complete",
-        Duration::from_secs(180),
-        Duration::from_millis(500),
-        || Ok(()),
-        || {
-            let job = get(&env.plane, "job", &ns, "evaluation").ok()?;
-            condition_true(&job, "Complete").then_some(job)
-        },
-    )
-    .unwrap_or_else(|error| panic!("{error:#}\n{}\nkubelet:\n{}", env.node.containers(), env.node.kubelet_log(30)));
+    let done = create_queued_and_run(env, &ns, &job, "job", "Complete", Duration::from_secs(180));
     assert_eq!(done["status"]["succeeded"], 1, "{done}");
     assert_eq!(done["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "evaluations", "{done}");
     let workload = workload(&env.plane, &ns, "Job", "evaluation").unwrap().expect("Kueue's Workload");
@@ -235,27 +247,7 @@ fn a_jobset_is_queued_and_its_jobs_run_to_completion() {
         "metadata": {"name": "benchmark", "labels": {"app": "aiperf"}},
         "spec": {"replicatedJobs": [replicated("leader", 1), replicated("workers", 2)]},
     });
-    let shaped: Value = serde_json::from_str(
-        &env.plane
-            .run(&["create", "-n", &ns, "--dry-run=server", "-o", "json", "-f", "-"], Some(&jobset.to_string()))
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(shaped["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "evaluations", "{shaped}");
-    assert_eq!(shaped["spec"]["suspend"], true, "{shaped}");
-    env.plane.run(&["create", "-n", &ns, "-f", "-"], Some(&jobset.to_string())).unwrap();
-
-    let done = poll(
-        "the JobSet to complete",
-        Duration::from_secs(240),
-        Duration::from_millis(500),
-        || Ok(()),
-        || {
-            let jobset = get(&env.plane, "jobset", &ns, "benchmark").ok()?;
-            condition_true(&jobset, "Completed").then_some(jobset)
-        },
-    )
-    .unwrap_or_else(|error| panic!("{error:#}\n{}\nkubelet:\n{}", env.node.containers(), env.node.kubelet_log(30)));
+    let done = create_queued_and_run(env, &ns, &jobset, "jobset", "Completed", Duration::from_secs(240));
     let workload = workload(&env.plane, &ns, "JobSet", "benchmark").unwrap().expect("Kueue's Workload");
     assert!(condition_true(&workload, "Admitted"), "{workload}");
     let jobs: Value =
