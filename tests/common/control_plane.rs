@@ -826,6 +826,35 @@ impl Drop for EvalAdmission {
 
 // ------------------------------------------------------------------ Kueue
 
+/// A controller's webhook configurations as its release installs them (the
+/// kustomization in `dir`, names prefixed as its config/default does), each
+/// webhook pointed at `base_url` and its path instead of a Service: what
+/// Kueue and the JobSet controller register when they run out of the cluster.
+pub fn webhooks_by_url(
+    kubectl: &Kubectl,
+    dir: &Path,
+    prefix: &str,
+    base_url: &str,
+    ca_bundle: &str,
+) -> Result<Vec<Value>> {
+    let rendered = kubectl.run(&["kustomize", dir.to_str().context("path")?], None)?;
+    let mut configurations = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(&rendered) {
+        let mut object: Value = serde::Deserialize::deserialize(document)?;
+        if object["kind"] == "Service" {
+            continue;
+        }
+        let name = object["metadata"]["name"].as_str().context("name")?;
+        object["metadata"]["name"] = format!("{prefix}{name}").into();
+        for webhook in object["webhooks"].as_array_mut().context("webhooks")? {
+            let path = webhook["clientConfig"]["service"]["path"].as_str().context("service path")?;
+            webhook["clientConfig"] = json!({"url": format!("{base_url}{path}"), "caBundle": ca_bundle});
+        }
+        configurations.push(object);
+    }
+    Ok(configurations)
+}
+
 /// The real Kueue v0.19.2 controller manager (hack/build-kueue.sh builds it
 /// from its Go module), with its own webhook configurations registered by URL.
 ///
@@ -938,21 +967,7 @@ impl Kueue {
     /// (config/components/webhook, names prefixed `kueue-` as config/default
     /// does, no Service), pointed at loopback; and its conversion webhook.
     pub fn register(&self) -> Result<()> {
-        let rendered = self.kubectl.run(&["kustomize", self.webhooks.to_str().context("path")?], None)?;
-        let mut configurations = Vec::new();
-        for document in serde_yaml::Deserializer::from_str(&rendered) {
-            let mut object: Value = serde::Deserialize::deserialize(document)?;
-            if object["kind"] == "Service" {
-                continue;
-            }
-            let name = object["metadata"]["name"].as_str().context("name")?;
-            object["metadata"]["name"] = format!("kueue-{name}").into();
-            for webhook in object["webhooks"].as_array_mut().context("webhooks")? {
-                let path = webhook["clientConfig"]["service"]["path"].as_str().context("service path")?.to_string();
-                webhook["clientConfig"] = json!({"url": self.url(&path), "caBundle": self.ca_bundle});
-            }
-            configurations.push(object);
-        }
+        let configurations = webhooks_by_url(&self.kubectl, &self.webhooks, "kueue-", &self.url(""), &self.ca_bundle)?;
         ensure!(configurations.len() == 2, "expected Kueue's two webhook configurations, got {}", configurations.len());
         self.kubectl.apply(&configurations, &["--server-side", "--force-conflicts", "--field-manager=test-env"])?;
         let conversion = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {

@@ -28,7 +28,7 @@ use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 
 use super::control_plane::{
-    ControlPlane, Kubectl, Network, Process, Usage, build, built, free_port, http_ok, poll, repo, tail,
+    ControlPlane, Kubectl, Network, Process, Usage, build, built, free_port, http_ok, poll, repo, tail, webhooks_by_url,
 };
 
 /// The node's name and address (on the bridge hack/in-node-netns.sh makes).
@@ -453,26 +453,20 @@ impl JobSetController {
             || process.check_running(),
             || http_ok(health_port, "/readyz").then_some(()),
         )?;
-        let rendered = plane.run(&["kustomize", path_str(&webhooks)?], None)?;
-        let ca_bundle = plane.ca.bundle();
-        let mut objects = Vec::new();
-        let mut configurations = Vec::new();
-        for document in serde_yaml::Deserializer::from_str(&rendered) {
-            let mut object: Value = serde::Deserialize::deserialize(document)?;
-            if object["kind"] == "Service" {
-                continue;
-            }
-            let name = format!("jobset-{}", object["metadata"]["name"].as_str().context("name")?);
-            object["metadata"]["name"] = name.clone().into();
-            for webhook in object["webhooks"].as_array_mut().context("webhooks")? {
-                let path = webhook["clientConfig"]["service"]["path"].as_str().context("service path")?.to_string();
-                webhook["clientConfig"] =
-                    json!({"url": format!("https://127.0.0.1:{webhook_port}{path}"), "caBundle": ca_bundle});
-            }
-            let kind = object["kind"].as_str().context("kind")?.to_ascii_lowercase();
-            configurations.push((kind, name));
-            objects.push(object);
-        }
+        let objects = webhooks_by_url(
+            plane,
+            &webhooks,
+            "jobset-",
+            &format!("https://127.0.0.1:{webhook_port}"),
+            &plane.ca.bundle(),
+        )?;
+        let configurations = objects
+            .iter()
+            .map(|object| -> Result<(String, String)> {
+                let kind = object["kind"].as_str().context("kind")?.to_ascii_lowercase();
+                Ok((kind, object["metadata"]["name"].as_str().context("name")?.to_string()))
+            })
+            .collect::<Result<Vec<_>>>()?;
         ensure!(objects.len() == 2, "expected JobSet's two webhook configurations, got {}", objects.len());
         plane.apply(&objects, &["--server-side", "--force-conflicts", "--field-manager=test-env"])?;
         Ok(Self { kubectl: plane.kubectl.clone(), configurations, process })
