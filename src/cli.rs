@@ -39,7 +39,7 @@ pub fn review(cluster: &Path, config: Option<&Path>, request: &Path) -> Result<R
     let state = state_file::load(cluster)?;
     // The server's default body limit: no AdmissionReview is larger.
     let most = crate::server::routes::DEFAULT_MAX_BODY_BYTES as u64;
-    let bytes = state_file::read_at_most("request file", request, most)?;
+    let bytes = crate::vocabulary::yaml::read_at_most("request file", request, most)?;
     let review = admission_review(&bytes).map_err(|e| Error::file("request file", request, e))?;
     review_value(&config, &state, review)
 }
@@ -78,7 +78,7 @@ fn parse_body(body: &[u8]) -> Value {
 /// Reads a request file: an AdmissionReview (JSON or YAML) or a bare Job or
 /// JobSet manifest, which becomes a CREATE by `kubernetes-admin`.
 pub fn admission_review(bytes: &[u8]) -> Result<Value, String> {
-    let mut documents = state_file::documents(bytes)?;
+    let mut documents = crate::vocabulary::yaml::documents(bytes)?;
     let object = match documents.len() {
         1 => documents.remove(0),
         0 => return Err("empty: expected an AdmissionReview or a Job or JobSet manifest".into()),

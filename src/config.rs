@@ -7,8 +7,11 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::rules::{Enforcement, Reason};
-use crate::workload::{EVALUATION_LABEL, OwnerReference, Workload, WorkloadKind};
+use crate::vocabulary::kueue::DEFAULT_MANAGED_OWNERS;
+use crate::vocabulary::own_names::EVALUATION_LABEL;
+use crate::vocabulary::reason::{Enforcement, Reason};
+use crate::vocabulary::yaml::{check_flow_nesting, read_at_most};
+use crate::workload::{OwnerReference, Workload, WorkloadKind};
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -157,32 +160,11 @@ fn aiperf_submitters() -> Submitters {
     }
 }
 
-/// The kinds Kueue's integrations admit as a whole (Kueue skips Jobs they own):
-/// the default of `kueueManagedOwners`, and the owner kinds a state file may list.
-pub const DEFAULT_MANAGED_OWNERS: [(&str, &str); 12] = [
-    ("jobset.x-k8s.io", "JobSet"),
-    ("kubeflow.org", "MPIJob"),
-    ("kubeflow.org", "PyTorchJob"),
-    ("kubeflow.org", "TFJob"),
-    ("kubeflow.org", "XGBoostJob"),
-    ("kubeflow.org", "PaddleJob"),
-    ("kubeflow.org", "JAXJob"),
-    ("trainer.kubeflow.org", "TrainJob"),
-    ("ray.io", "RayJob"),
-    ("ray.io", "RayCluster"),
-    ("workload.codeflare.dev", "AppWrapper"),
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
-];
-
 fn default_managed_owners() -> Vec<OwnerKind> {
     DEFAULT_MANAGED_OWNERS
         .into_iter()
         .map(|(api_group, kind)| OwnerKind { api_group: api_group.into(), kind: kind.into() })
         .collect()
-}
-
-pub fn is_default_managed_owner(api_group: &str, kind: &str) -> bool {
-    DEFAULT_MANAGED_OWNERS.contains(&(api_group, kind))
 }
 
 /// A config is a page of YAML; anything near this size is not one.
@@ -194,7 +176,7 @@ impl Config {
         let Some(path) = path else {
             return Ok(Self::default());
         };
-        let bytes = crate::cluster::state_file::read_at_most("config file", path, MOST_CONFIG_BYTES as u64)?;
+        let bytes = read_at_most("config file", path, MOST_CONFIG_BYTES as u64)?;
         let text = String::from_utf8(bytes).map_err(|_| Error::file("config file", path, "not UTF-8 text"))?;
         Self::parse(&text).map_err(|message| Error::file("config file", path, message))
     }
@@ -206,7 +188,7 @@ impl Config {
         if text.len() > MOST_CONFIG_BYTES {
             return Err(format!("{} bytes: a config is at most {MOST_CONFIG_BYTES}", text.len()));
         }
-        crate::cluster::state_file::check_flow_nesting(text)?;
+        check_flow_nesting(text)?;
         let config: Self = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
         config.check()?;
         Ok(config)

@@ -280,7 +280,7 @@ mod tests {
             .map(|document| <serde_json::Value as serde::Deserialize>::deserialize(document).unwrap())
             .find(|document| document["kind"] == "ClusterRole")
             .unwrap();
-        for (group, kind) in crate::config::DEFAULT_MANAGED_OWNERS {
+        for (group, kind) in crate::vocabulary::kueue::DEFAULT_MANAGED_OWNERS {
             let plural = format!("{}s", kind.to_lowercase());
             let granted = role["rules"].as_array().unwrap().iter().any(|rule| {
                 let has = |field: &str, value: &str| rule[field].as_array().unwrap().iter().any(|v| v == value);

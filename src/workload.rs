@@ -12,18 +12,11 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::quantity::Quantity;
-
-pub const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
-pub const PRIORITY_CLASS_LABEL: &str = "kueue.x-k8s.io/priority-class";
-pub const DEFAULT_QUEUE_ANNOTATION: &str = "kueue.x-k8s.io/default-queue-name";
-pub const CHECKPOINTING_ANNOTATION: &str = "eval-admission.io/checkpointing";
-pub const EVALUATION_LABEL: &str = "eval-admission.io/evaluation";
-/// Kueue's partial admission annotation on a batch/v1 Job (Kueue v0.19.2
-/// `pkg/controller/jobs/job` `JobMinParallelismAnnotation`).
-pub const JOB_MIN_PARALLELISM_ANNOTATION: &str = "kueue.x-k8s.io/job-min-parallelism";
-/// The name of a Job's only podset in its Kueue Workload (`kueue.DefaultPodSetName`).
-pub const DEFAULT_POD_SET_NAME: &str = "main";
+use crate::vocabulary::kueue::{
+    DEFAULT_POD_SET_NAME, JOB_MIN_PARALLELISM_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+};
+use crate::vocabulary::own_names::CHECKPOINTING_ANNOTATION;
+use crate::vocabulary::quantity::{self, Quantity};
 
 /// The two workload kinds this webhook shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -470,8 +463,8 @@ impl PodSetRequests {
             // ResourceValue, then FloorToZero, then Mul(count) (saturating), per resource.
             let value = quantity.kueue_value(resource).max(0);
             let scaled = value.saturating_mul(count);
-            per_pod.insert(resource.clone(), crate::quantity::units_to_milli(resource, value));
-            total.insert(resource.clone(), crate::quantity::units_to_milli(resource, scaled));
+            per_pod.insert(resource.clone(), quantity::units_to_milli(resource, value));
+            total.insert(resource.clone(), quantity::units_to_milli(resource, scaled));
         }
         Self { name, count, min_count, per_pod, total }
     }

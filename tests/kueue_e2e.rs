@@ -1105,9 +1105,9 @@ fn the_real_kueue_confirms_the_judge() {
 /// eval-admission says what the real Kueue did: never admitted is a denial
 /// claiming so, preempted is `preemptible`, admitted and kept is allowed.
 fn eval_admission_agrees(row: &JudgeRow) -> bool {
-    let reason = eval_admission::rules::Reason::from_label(&row.eval_admission);
+    let reason = eval_admission::vocabulary::reason::Reason::from_label(&row.eval_admission);
     match (row.kueue_admitted, row.kueue_preempted) {
-        (false, _) => reason.is_some_and(eval_admission::rules::Reason::claims_never_admitted),
+        (false, _) => reason.is_some_and(eval_admission::vocabulary::reason::Reason::claims_never_admitted),
         (true, Some(true)) => row.eval_admission == "preemptible",
         (true, _) => row.eval_admission == "checked",
     }

@@ -15,7 +15,7 @@ use eval_admission::cli;
 use eval_admission::cluster::ClusterState;
 use eval_admission::cluster::state_file;
 use eval_admission::config::Config;
-use eval_admission::rules::Reason;
+use eval_admission::vocabulary::reason::Reason;
 use serde_json::Value;
 
 /// The state every review target decides against: the shipped example cluster.

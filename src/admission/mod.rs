@@ -16,7 +16,8 @@ use json_patch::Patch;
 
 use crate::cluster::ClusterView;
 use crate::config::Config;
-use crate::rules::{self, Absent, Denial, Enforcement, Reason, Subject, Verdict};
+use crate::rules::{self, Absent, Denial, Subject, Verdict};
+use crate::vocabulary::reason::{Enforcement, Reason};
 use crate::workload::Workload;
 
 /// A body that is not an AdmissionReview we can answer; the reason is for the

@@ -7,7 +7,8 @@ use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation};
 use serde_json::{Map, Value};
 
 use crate::rules::Shape;
-use crate::workload::{QUEUE_NAME_LABEL, Workload};
+use crate::vocabulary::kueue::QUEUE_NAME_LABEL;
+use crate::workload::Workload;
 
 pub fn diff(original: &Workload, shape: &Shape) -> Patch {
     let mut operations = Vec::new();

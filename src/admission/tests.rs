@@ -4,7 +4,8 @@
 use crate::admission::{Decision, Webhook, decide, request::decode};
 use crate::cluster::ClusterView;
 use crate::config::Config;
-use crate::rules::{self, Reason};
+use crate::rules;
+use crate::vocabulary::reason::Reason;
 
 fn mutate(config: &Config, view: &impl ClusterView, request: &crate::admission::Request) -> Decision {
     decide(Webhook::Mutate, request, config, view).unwrap()

@@ -22,9 +22,9 @@ use tokio::task::{JoinHandle, JoinSet};
 use super::ClusterCache;
 use crate::cluster::OwnerKey;
 use crate::cluster::kueue_config::KueueConfig;
-use crate::cluster::objects::{self, ClusterObject, KUEUE_GROUP, LOCAL_QUEUE_CRD, NamespaceInfo};
+use crate::cluster::objects::{self, ClusterObject, NamespaceInfo};
 use crate::config::OwnerKind;
-use crate::workload::DEFAULT_QUEUE_ANNOTATION;
+use crate::vocabulary::kueue::{self, DEFAULT_QUEUE_ANNOTATION, KUEUE_GROUP, LOCAL_QUEUE_CRD};
 
 /// Kinds whose first list must complete before the view is synced.
 pub const CORE_KINDS: [&str; 4] = ["Namespace", "PriorityClass", "CustomResourceDefinition", "ConfigMap"];
@@ -101,7 +101,7 @@ async fn watch_kueue_config(client: kube::Client, cache: Arc<ClusterCache>, sour
     let stream = watcher::watcher(api, config).default_backoff();
     let namespace = source.namespace.clone();
     let prune = move |object: ConfigMap| {
-        let text = object.data.as_ref()?.get(objects::KUEUE_CONFIG_KEY)?;
+        let text = object.data.as_ref()?.get(kueue::CONFIG_MAP_KEY)?;
         match KueueConfig::parse_in_namespace(text, &namespace) {
             Ok(config) => Some(ClusterObject::KueueConfiguration { config: Box::new(config) }),
             Err(error) => {

@@ -173,7 +173,7 @@ impl ClusterState {
             }
             ClusterObject::OtherKueueObject => self.kueue_installed = true,
             ClusterObject::Crd { name } => {
-                if name == objects::LOCAL_QUEUE_CRD {
+                if name == crate::vocabulary::kueue::LOCAL_QUEUE_CRD {
                     self.kueue_installed = true;
                 }
             }

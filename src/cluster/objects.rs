@@ -9,11 +9,10 @@ use serde_json::Value;
 
 use super::kueue_config::KueueConfig;
 use super::selector::LabelSelector;
-use crate::quantity::Quantity;
-
-pub const KUEUE_GROUP: &str = "kueue.x-k8s.io";
-/// The CRD whose presence means "Kueue is installed".
-pub const LOCAL_QUEUE_CRD: &str = "localqueues.kueue.x-k8s.io";
+use crate::vocabulary::kueue::{
+    CONFIG_MAP, CONFIG_MAP_KEY, DEFAULT_NAMESPACE, DEFAULT_QUEUE_ANNOTATION, KUEUE_GROUP, is_default_managed_owner,
+};
+use crate::vocabulary::quantity::Quantity;
 
 /// A namespace as the rules see it: its default-queue annotation and its labels
 /// (ClusterQueue namespaceSelectors and Kueue's managedJobsNamespaceSelector match them).
@@ -79,7 +78,7 @@ pub struct FlavorQuotas {
     pub resources: Vec<ResourceQuota>,
 }
 
-/// One resource's quota in milli-units (see [`crate::quantity`]).
+/// One resource's quota in milli-units (see [`crate::vocabulary::quantity`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ResourceQuota {
     pub name: String,
@@ -290,11 +289,6 @@ pub struct OwnerKey {
     pub namespace: String,
     pub name: String,
 }
-
-/// Where Kueue keeps its Configuration in a standard install.
-pub const KUEUE_CONFIG_NAMESPACE: &str = "kueue-system";
-pub const KUEUE_CONFIG_MAP: &str = "kueue-manager-config";
-pub const KUEUE_CONFIG_KEY: &str = "controller_manager_config.yaml";
 
 // --- wire shapes (serde), private: the rest of the crate sees the pruned types above ---
 
@@ -517,7 +511,7 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
                 .metadata
                 .annotations
                 .as_ref()
-                .and_then(|a| a.get(crate::workload::DEFAULT_QUEUE_ANNOTATION))
+                .and_then(|a| a.get(DEFAULT_QUEUE_ANNOTATION))
                 .cloned()
                 .filter(|value| !value.is_empty());
             let labels = wire.metadata.labels.clone().unwrap_or_default();
@@ -581,7 +575,7 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
             ClusterObject::AdmissionCheck { name, active }
         }
         (KUEUE_GROUP, _) => ClusterObject::OtherKueueObject,
-        (group, kind) if crate::config::is_default_managed_owner(group, kind) => {
+        (group, kind) if is_default_managed_owner(group, kind) => {
             let wire: WireObject<IgnoredAny> = serde_json::from_value(object).map_err(bad)?;
             let name = named(&wire.metadata)?;
             let namespace = wire.metadata.namespace.clone().filter(|ns| !ns.is_empty());
@@ -607,16 +601,16 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
             let wire: WireConfigMap = serde_json::from_value(object).map_err(bad)?;
             let (name, namespace) =
                 (wire.metadata.name.unwrap_or_default(), wire.metadata.namespace.unwrap_or_default());
-            if (namespace.as_str(), name.as_str()) != (KUEUE_CONFIG_NAMESPACE, KUEUE_CONFIG_MAP) {
+            if (namespace.as_str(), name.as_str()) != (DEFAULT_NAMESPACE, CONFIG_MAP) {
                 return Err(DecodeError(format!(
                     "ConfigMap {namespace}/{name}: the only ConfigMap read is Kueue's, \
-                     {KUEUE_CONFIG_NAMESPACE}/{KUEUE_CONFIG_MAP}"
+                     {DEFAULT_NAMESPACE}/{CONFIG_MAP}"
                 )));
             }
             let text = wire
                 .data
-                .and_then(|mut data| data.remove(KUEUE_CONFIG_KEY))
-                .ok_or_else(|| DecodeError(format!("ConfigMap {namespace}/{name} has no data.{KUEUE_CONFIG_KEY}")))?;
+                .and_then(|mut data| data.remove(CONFIG_MAP_KEY))
+                .ok_or_else(|| DecodeError(format!("ConfigMap {namespace}/{name} has no data.{CONFIG_MAP_KEY}")))?;
             let config = KueueConfig::parse_in_namespace(&text, &namespace)
                 .map_err(|e| DecodeError(format!("ConfigMap {namespace}/{name}: {e}")))?;
             ClusterObject::KueueConfiguration { config: Box::new(config) }

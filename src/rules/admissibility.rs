@@ -12,11 +12,12 @@
 use std::collections::BTreeMap;
 
 use super::exposure::Usage;
-use super::{Absent, Denial, Reason, Subject, WayOut, join};
+use super::{Absent, Denial, Reason, Subject, WayOut};
 use crate::cluster::active::{MissingObject, inactive_reason, is_active_queue, only_missing_object};
 use crate::cluster::quota::nominal;
 use crate::cluster::{ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
-use crate::quantity;
+use crate::vocabulary::quantity;
+use crate::vocabulary::text::join;
 use crate::workload::PodSetRequests;
 
 /// Why Kueue would never admit a workload through a LocalQueue: the cause,
@@ -178,7 +179,7 @@ pub fn check_managed(view: &impl ClusterView, subject: Subject<'_>) -> Result<()
                  namespace to match, or remove the label {} to run without Kueue",
                 subject.namespace,
                 config.managed_jobs_namespace_selector,
-                crate::workload::QUEUE_NAME_LABEL
+                crate::vocabulary::kueue::QUEUE_NAME_LABEL
             ),
         ));
     }
@@ -335,7 +336,8 @@ pub fn denial(subject: Subject<'_>, inadmissible: Inadmissible, working: &[&str]
 #[cfg(test)]
 mod tests {
     use crate::rules::fixtures::*;
-    use crate::rules::{Absent, Reason, check_queued};
+    use crate::rules::{Absent, check_queued};
+    use crate::vocabulary::reason::Reason;
 
     const CONFIG: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\n\
         data:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta2\n    kind: Configuration\n\

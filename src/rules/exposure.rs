@@ -19,12 +19,14 @@
 use std::fmt;
 
 use super::priority::{self, ClassKind, PriorityClassRef};
-use super::{Denial, Explain, Reason, Subject, WayOut, join, passes};
+use super::{Denial, Explain, Reason, Subject, WayOut, passes};
 use crate::cluster::quota::{
     borrower_side_can_be_over, fits_below_root, nominal, reclaimer_can_take_back, reclaimer_never_short,
 };
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
-use crate::workload::{CHECKPOINTING_ANNOTATION, PRIORITY_CLASS_LABEL};
+use crate::vocabulary::kueue::PRIORITY_CLASS_LABEL;
+use crate::vocabulary::own_names::CHECKPOINTING_ANNOTATION;
+use crate::vocabulary::text::join;
 
 /// Where a Job's one pod template is, as [`crate::workload::Workload::pod_priority_classes`] names it.
 const JOB_POD_TEMPLATE: &str = "spec.template";

@@ -17,209 +17,13 @@ pub mod update;
 
 use std::fmt;
 
-use serde::Deserialize;
-
 use crate::cluster::ClusterView;
 use crate::config::{Config, Selected, Setting};
-use crate::workload::{QUEUE_NAME_LABEL, Workload};
+use crate::vocabulary::kueue::QUEUE_NAME_LABEL;
+use crate::vocabulary::reason::{Enforcement, Reason};
+use crate::vocabulary::text::join;
+use crate::workload::Workload;
 use ownership::Ownership;
-
-/// Why a review ended as it did: the `reason` metric label, the audit annotation,
-/// and the log field. Stable strings: dashboards and alerts key on them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reason {
-    // Allowed, untouched.
-    NotAWorkload,
-    Subresource,
-    OperationNotReviewed,
-    NotAnEvaluation,
-    OwnedByKueueWorkload,
-    BeingDeleted,
-    // Allowed, shaped or checked.
-    Queued,
-    AlreadyQueued,
-    BypassesKueue,
-    Checked,
-    UpdateUnchanged,
-    // Denied.
-    InvalidQueueName,
-    InvalidDefaultQueue,
-    KueueNotInstalled,
-    MissingLocalQueue,
-    MissingWorkloadPriorityClass,
-    MissingPriorityClass,
-    LocalQueueStopped,
-    ClusterQueueMissing,
-    ClusterQueueInactive,
-    NamespaceNotSelected,
-    ResourceUncovered,
-    ExceedsQuota,
-    NamespaceNotManaged,
-    IntegrationDisabled,
-    PodsWouldBeRefused,
-    Preemptible,
-    QueueLabelRemoved,
-    QueueChangedWhileRunning,
-    UnsuspendNotAllowed,
-    UnverifiedOwner,
-}
-
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotAWorkload => "not-a-workload",
-            Self::Subresource => "subresource",
-            Self::OperationNotReviewed => "operation-not-reviewed",
-            Self::NotAnEvaluation => "not-an-evaluation",
-            Self::OwnedByKueueWorkload => "owned-by-kueue-workload",
-            Self::BeingDeleted => "being-deleted",
-            Self::Queued => "queued",
-            Self::AlreadyQueued => "already-queued",
-            Self::BypassesKueue => "bypasses-kueue",
-            Self::Checked => "checked",
-            Self::UpdateUnchanged => "update-unchanged",
-            Self::InvalidQueueName => "invalid-queue-name",
-            Self::InvalidDefaultQueue => "invalid-default-queue",
-            Self::KueueNotInstalled => "kueue-not-installed",
-            Self::MissingLocalQueue => "missing-local-queue",
-            Self::MissingWorkloadPriorityClass => "missing-workload-priority-class",
-            Self::MissingPriorityClass => "missing-priority-class",
-            Self::LocalQueueStopped => "local-queue-stopped",
-            Self::ClusterQueueMissing => "cluster-queue-missing",
-            Self::ClusterQueueInactive => "cluster-queue-inactive",
-            Self::NamespaceNotSelected => "namespace-not-selected",
-            Self::ResourceUncovered => "resource-uncovered",
-            Self::ExceedsQuota => "exceeds-quota",
-            Self::NamespaceNotManaged => "namespace-not-managed",
-            Self::IntegrationDisabled => "integration-disabled",
-            Self::PodsWouldBeRefused => "pods-would-be-refused",
-            Self::Preemptible => "preemptible",
-            Self::QueueLabelRemoved => "queue-label-removed",
-            Self::QueueChangedWhileRunning => "queue-changed-while-running",
-            Self::UnsuspendNotAllowed => "unsuspend-not-allowed",
-            Self::UnverifiedOwner => "unverified-owner",
-        }
-    }
-}
-
-impl Reason {
-    /// Every reason, in declaration order.
-    pub const ALL: [Reason; 31] = [
-        Self::NotAWorkload,
-        Self::Subresource,
-        Self::OperationNotReviewed,
-        Self::NotAnEvaluation,
-        Self::OwnedByKueueWorkload,
-        Self::BeingDeleted,
-        Self::Queued,
-        Self::AlreadyQueued,
-        Self::BypassesKueue,
-        Self::Checked,
-        Self::UpdateUnchanged,
-        Self::InvalidQueueName,
-        Self::InvalidDefaultQueue,
-        Self::KueueNotInstalled,
-        Self::MissingLocalQueue,
-        Self::MissingWorkloadPriorityClass,
-        Self::MissingPriorityClass,
-        Self::LocalQueueStopped,
-        Self::ClusterQueueMissing,
-        Self::ClusterQueueInactive,
-        Self::NamespaceNotSelected,
-        Self::ResourceUncovered,
-        Self::ExceedsQuota,
-        Self::NamespaceNotManaged,
-        Self::IntegrationDisabled,
-        Self::PodsWouldBeRefused,
-        Self::Preemptible,
-        Self::QueueLabelRemoved,
-        Self::QueueChangedWhileRunning,
-        Self::UnsuspendNotAllowed,
-        Self::UnverifiedOwner,
-    ];
-
-    /// The reason whose label is `label`.
-    pub fn from_label(label: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|reason| reason.as_str() == label)
-    }
-
-    /// Denials that claim Kueue would never admit the workload (the judge checks them).
-    pub fn claims_never_admitted(self) -> bool {
-        matches!(
-            self,
-            Self::InvalidQueueName
-                | Self::InvalidDefaultQueue
-                | Self::KueueNotInstalled
-                | Self::MissingLocalQueue
-                | Self::MissingWorkloadPriorityClass
-                | Self::MissingPriorityClass
-                | Self::LocalQueueStopped
-                | Self::ClusterQueueMissing
-                | Self::ClusterQueueInactive
-                | Self::NamespaceNotSelected
-                | Self::ResourceUncovered
-                | Self::ExceedsQuota
-                | Self::NamespaceNotManaged
-                | Self::IntegrationDisabled
-        )
-    }
-}
-
-impl Reason {
-    /// The enforcement of the rule behind this reason when the config names
-    /// none; `None` for reasons that are outcomes, not rules (config keys must
-    /// be rules). Every denial defaults to `Deny`; running outside Kueue, to `Warn`.
-    pub fn default_enforcement(self) -> Option<Enforcement> {
-        match self {
-            Self::BypassesKueue => Some(Enforcement::Warn),
-            reason if reason.is_denial() => Some(Enforcement::Deny),
-            _ => None,
-        }
-    }
-
-    /// The reasons a rule refuses with.
-    pub fn is_denial(self) -> bool {
-        self.claims_never_admitted()
-            || matches!(
-                self,
-                Self::PodsWouldBeRefused
-                    | Self::Preemptible
-                    | Self::QueueLabelRemoved
-                    | Self::QueueChangedWhileRunning
-                    | Self::UnsuspendNotAllowed
-                    | Self::UnverifiedOwner
-            )
-    }
-}
-
-/// What a rule does when a workload breaks it, per rule in the config
-/// (`enforcement`), the way policy engines roll a rule out: `Warn` first to see
-/// what it would refuse, then `Deny`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-pub enum Enforcement {
-    /// Refuse the workload with the message.
-    Deny,
-    /// Let it through, with the message as a warning.
-    Warn,
-    /// Let it through silently (still counted and annotated).
-    Off,
-}
-
-impl Enforcement {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Deny => "Deny",
-            Self::Warn => "Warn",
-            Self::Off => "Off",
-        }
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A refusal: the reason and a message that names the object, the cause and the
 /// way out (EvalHub and AIPerf show it to their users verbatim).
@@ -590,7 +394,7 @@ fn evictions_warnings(view: &impl ClusterView, subject: Subject<'_>, local_queue
         warnings.push(format!(
             "Kueue's waitForPodsReady is on (timeout {}): if this evaluation's pods are not all ready in time, Kueue \
              evicts and requeues it, and it restarts from zero.",
-            crate::cluster::kueue_config::go_duration(ready.timeout)
+            crate::vocabulary::go_duration::go_duration(ready.timeout)
         ));
     }
     let checks = view
@@ -620,18 +424,6 @@ pub fn working_queues<'v>(view: &'v impl ClusterView, subject: Subject<'_>, exce
         })
         .map(|(name, _)| name)
         .collect()
-}
-
-/// Joins names for a message: `a, b, c`.
-pub(crate) fn join<I: IntoIterator<Item = S>, S: AsRef<str>>(items: I) -> String {
-    let mut joined = String::new();
-    for item in items {
-        if !joined.is_empty() {
-            joined.push_str(", ");
-        }
-        joined.push_str(item.as_ref());
-    }
-    joined
 }
 
 #[cfg(test)]

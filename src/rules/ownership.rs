@@ -72,7 +72,7 @@ pub fn unverified_owner_denial(view: &impl ClusterView, subject: Subject<'_>, ow
         .map(str::to_string)
         .or_else(|| view.namespace(subject.namespace).and_then(|ns| ns.default_queue.clone()));
     let works_alone = queue.is_some_and(|queue| {
-        let queued = alone.with_label(crate::workload::QUEUE_NAME_LABEL, Some(&queue));
+        let queued = alone.with_label(crate::vocabulary::kueue::QUEUE_NAME_LABEL, Some(&queue));
         super::passes(view, Subject { workload: &queued, ..subject })
     });
     if works_alone {
@@ -91,7 +91,7 @@ mod tests {
     use crate::cluster::ClusterObject;
     use crate::rules::fixtures::*;
     use crate::rules::{Verdict, mutate_create, validate_create, validate_update};
-    use crate::workload::QUEUE_NAME_LABEL;
+    use crate::vocabulary::kueue::QUEUE_NAME_LABEL;
 
     const NAMESPACE: &str = "team-a-namespace";
     const KUEUE: &str = "system:serviceaccount:kueue-system:kueue-controller-manager";

@@ -2,9 +2,11 @@
 
 use std::fmt;
 
-use super::{Absent, Denial, Explain, Reason, Subject, WayOut, join, passes};
+use super::{Absent, Denial, Explain, Reason, Subject, WayOut, passes};
 use crate::cluster::{ClusterView, PriorityClass};
-use crate::workload::{PRIORITY_CLASS_LABEL, PodTemplateAt, Workload};
+use crate::vocabulary::kueue::PRIORITY_CLASS_LABEL;
+use crate::vocabulary::text::join;
+use crate::workload::{PodTemplateAt, Workload};
 
 /// Where a workload's priority comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,8 +1,9 @@
 //! Which LocalQueue a workload goes to, and whether that queue can ever admit it.
 
-use super::{Absent, Denial, Reason, Subject, WayOut, join};
+use super::{Absent, Denial, Reason, Subject, WayOut};
 use crate::cluster::ClusterView;
-use crate::workload::{DEFAULT_QUEUE_ANNOTATION, QUEUE_NAME_LABEL};
+use crate::vocabulary::kueue::{DEFAULT_QUEUE_ANNOTATION, QUEUE_NAME_LABEL};
+use crate::vocabulary::text::join;
 
 /// The LocalQueue Kueue's own defaulting uses when nothing else names one.
 pub const DEFAULT_LOCAL_QUEUE: &str = "default";

@@ -8,7 +8,8 @@
 use super::{Denial, Reason, Subject, suspend};
 use crate::cluster::ClusterView;
 use crate::config::Config;
-use crate::workload::{QUEUE_NAME_LABEL, Workload};
+use crate::vocabulary::kueue::QUEUE_NAME_LABEL;
+use crate::workload::Workload;
 
 /// Checks an update of an evaluation; `Ok` carries warnings and whether anything
 /// the policy reads changed.

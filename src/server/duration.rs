@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::cluster::kueue_config::parse_go_duration;
+use crate::vocabulary::go_duration::parse_go_duration;
 
 /// Why a flag's duration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

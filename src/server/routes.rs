@@ -200,7 +200,7 @@ fn noop(body: &[u8]) -> Result<Outcome, ReviewError> {
     let (uid, body) = admission::review_noop(body)?;
     Ok(Outcome {
         body,
-        decision: admission::Decision::allow(crate::rules::Reason::NotAWorkload),
+        decision: admission::Decision::allow(crate::vocabulary::reason::Reason::NotAWorkload),
         uid,
         kind: String::new(),
         namespace: String::new(),

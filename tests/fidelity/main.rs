@@ -30,8 +30,8 @@ use eval_admission::admission;
 use eval_admission::cli;
 use eval_admission::cluster::state_file;
 use eval_admission::config::Config;
-use eval_admission::rules::Reason;
-use eval_admission::workload::QUEUE_NAME_LABEL;
+use eval_admission::vocabulary::kueue::QUEUE_NAME_LABEL;
+use eval_admission::vocabulary::reason::Reason;
 use oracle::{KueueVerdict, Oracle};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -483,7 +483,8 @@ fn replayed_cases() {
     let (mut agree, mut still) = (0, Vec::new());
     for case in &cases {
         let record: Value = serde_json::from_slice(&std::fs::read(case.join("case.json")).unwrap()).unwrap();
-        let objects = state_file::documents(&std::fs::read(case.join("cluster.yaml")).unwrap()).unwrap();
+        let objects =
+            eval_admission::vocabulary::yaml::documents(&std::fs::read(case.join("cluster.yaml")).unwrap()).unwrap();
         let workload: Value = serde_json::from_slice(&std::fs::read(case.join("workload.yaml")).unwrap()).unwrap();
         let recorded_category: Category = serde_json::from_value(record["category"].clone()).unwrap();
         assert!(
@@ -541,9 +542,12 @@ fn replayed_cases() {
 /// from; a namespaceSelector that does not select the namespace admits nothing).
 #[test]
 fn the_judge_answers_the_seed_examples() {
-    let objects = state_file::documents(&std::fs::read(repo("examples/cluster.yaml")).unwrap()).unwrap();
+    let objects =
+        eval_admission::vocabulary::yaml::documents(&std::fs::read(repo("examples/cluster.yaml")).unwrap()).unwrap();
     let example = |name: &str| -> Value {
-        let docs = state_file::documents(&std::fs::read(repo(&format!("examples/{name}"))).unwrap()).unwrap();
+        let docs =
+            eval_admission::vocabulary::yaml::documents(&std::fs::read(repo(&format!("examples/{name}"))).unwrap())
+                .unwrap();
         docs.into_iter().next().unwrap()
     };
     let mut judge = Oracle::start(&oracle::build());

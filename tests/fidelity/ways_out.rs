@@ -6,7 +6,8 @@
 use eval_admission::cluster::ClusterState;
 use eval_admission::config::Config;
 use eval_admission::rules::{self, Subject, Verdict, WayOut};
-use eval_admission::workload::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, Workload, WorkloadKind};
+use eval_admission::vocabulary::kueue::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
+use eval_admission::workload::{Workload, WorkloadKind};
 use serde_json::Value;
 
 /// The ways out of the validating webhook's denial of `reviewed` (the object as
