@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::vocabulary::kueue::DEFAULT_MANAGED_OWNERS;
+use crate::vocabulary::kueue::{CONTROLLER_MANAGER, DEFAULT_MANAGED_OWNERS, DEFAULT_NAMESPACE};
 use crate::vocabulary::own_names::EVALUATION_LABEL;
 use crate::vocabulary::reason::{Enforcement, Reason};
 use crate::vocabulary::yaml::{check_flow_nesting, read_at_most};
@@ -92,7 +92,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             selection: Selection::default(),
-            kueue_controller_usernames: vec!["system:serviceaccount:kueue-system:kueue-controller-manager".into()],
+            kueue_controller_usernames: vec![format!("system:serviceaccount:{DEFAULT_NAMESPACE}:{CONTROLLER_MANAGER}")],
             kueue_managed_owners: default_managed_owners(),
             enforcement: BTreeMap::new(),
             drop_repeated_pod_priority_class: false,

@@ -9,9 +9,10 @@
 use std::fmt::Write as _;
 
 use crate::config::{Config, OwnerKind, SelectorKind};
+use crate::vocabulary::kueue;
 
 /// The namespaces neither webhook reviews: the control plane's, Kueue's and our own.
-const EXCLUDED_NAMESPACES: [&str; 3] = ["kube-system", "kueue-system", "eval-admission-system"];
+const EXCLUDED_NAMESPACES: [&str; 3] = ["kube-system", kueue::DEFAULT_NAMESPACE, "eval-admission-system"];
 
 /// The rendered files, named as in `manifests/base/webhooks/`.
 pub struct WebhookManifests {
@@ -280,7 +281,7 @@ mod tests {
             .map(|document| <serde_json::Value as serde::Deserialize>::deserialize(document).unwrap())
             .find(|document| document["kind"] == "ClusterRole")
             .unwrap();
-        for (group, kind) in crate::vocabulary::kueue::DEFAULT_MANAGED_OWNERS {
+        for (group, kind) in kueue::DEFAULT_MANAGED_OWNERS {
             let plural = format!("{}s", kind.to_lowercase());
             let granted = role["rules"].as_array().unwrap().iter().any(|rule| {
                 let has = |field: &str, value: &str| rule[field].as_array().unwrap().iter().any(|v| v == value);

@@ -46,6 +46,19 @@ pub struct KueueConfigMap {
     pub name: String,
 }
 
+/// A standard install's: `kueue-system/kueue-manager-config`.
+impl Default for KueueConfigMap {
+    fn default() -> Self {
+        Self { namespace: kueue::DEFAULT_NAMESPACE.to_string(), name: kueue::CONFIG_MAP.to_string() }
+    }
+}
+
+impl std::fmt::Display for KueueConfigMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
 /// How often the owner kinds' APIs are discovered again (a CRD installed or removed).
 const OWNER_DISCOVERY_INTERVAL: Duration = Duration::from_secs(30);
 

@@ -79,7 +79,7 @@ pub struct ServeArgs {
           value_parser = duration::within(Duration::from_millis(10), Duration::from_secs(30)))]
     pub confirm_timeout: Duration,
     /// Kueue's Configuration: the ConfigMap (namespace/name) Kueue's manager mounts.
-    #[arg(long, env = "EVAL_ADMISSION_KUEUE_CONFIG_MAP", default_value = "kueue-system/kueue-manager-config", value_parser = parse_config_map)]
+    #[arg(long, env = "EVAL_ADMISSION_KUEUE_CONFIG_MAP", default_value_t, value_parser = parse_config_map)]
     pub kueue_config_map: watch::KueueConfigMap,
     /// Log format: auto (JSON unless on a terminal), json or text.
     #[arg(long, env = "EVAL_ADMISSION_LOG_FORMAT", value_enum, default_value = "auto")]
