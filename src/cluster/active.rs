@@ -77,3 +77,15 @@ fn checks_where<'a>(
 ) -> impl Iterator<Item = &'a str> {
     queue.admission_checks.iter().map(String::as_str).filter(move |c| view.admission_check(c) == state)
 }
+
+/// Whether anyone could get a workload into ClusterQueue `name` at all: it is
+/// active and its namespaceSelector selects some namespace (where a user could
+/// create a LocalQueue pointing at it). A queue that cannot take workloads can
+/// neither preempt nor reclaim.
+pub fn accepts_workloads(view: &impl ClusterView, name: &str) -> bool {
+    let Some(queue) = view.cluster_queue(name) else { return false };
+    if !is_active_queue(view, queue) {
+        return false;
+    }
+    view.selects_a_managed_namespace(name)
+}

@@ -14,6 +14,9 @@ use std::collections::HashSet;
 use super::ClusterView;
 use super::objects::ResourceGroup;
 
+/// What a workload holds once admitted: (flavor, resource) -> milli-units.
+pub type Usage = std::collections::BTreeMap<(String, String), i64>;
+
 /// One node's quota for a flavor and resource: nominal, borrowingLimit, lendingLimit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct NodeQuota {

@@ -11,10 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use super::exposure::Usage;
 use super::{Absent, Denial, Reason, Subject, WayOut};
-use crate::cluster::active::{MissingObject, inactive_reason, is_active_queue, only_missing_object};
-use crate::cluster::quota::nominal;
+use crate::cluster::active::{MissingObject, inactive_reason, only_missing_object};
+use crate::cluster::quota::{Usage, nominal};
 use crate::cluster::{ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
 use crate::vocabulary::quantity;
 use crate::vocabulary::text::join;
@@ -184,18 +183,6 @@ pub fn check_managed(view: &impl ClusterView, subject: Subject<'_>) -> Result<()
         ));
     }
     Ok(())
-}
-
-/// Whether anyone could get a workload into ClusterQueue `name` at all: it is
-/// active and its namespaceSelector selects some namespace (where a user could
-/// create a LocalQueue pointing at it). A queue that cannot take workloads can
-/// neither preempt nor reclaim.
-pub fn accepts_workloads(view: &impl ClusterView, name: &str) -> bool {
-    let Some(queue) = view.cluster_queue(name) else { return false };
-    if !is_active_queue(view, queue) {
-        return false;
-    }
-    view.selects_a_managed_namespace(name)
 }
 
 /// Kueue's flavor assignment for a workload alone in its ClusterQueue: pod sets

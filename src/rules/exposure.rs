@@ -20,8 +20,9 @@ use std::fmt;
 
 use super::priority::{self, ClassKind, PriorityClassRef};
 use super::{Denial, Explain, Reason, Subject, WayOut, passes};
+use crate::cluster::active::accepts_workloads;
 use crate::cluster::quota::{
-    borrower_side_can_be_over, fits_below_root, nominal, reclaimer_can_take_back, reclaimer_never_short,
+    Usage, borrower_side_can_be_over, fits_below_root, nominal, reclaimer_can_take_back, reclaimer_never_short,
 };
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::vocabulary::kueue::PRIORITY_CLASS_LABEL;
@@ -30,9 +31,6 @@ use crate::vocabulary::text::join;
 
 /// Where a Job's one pod template is, as [`crate::workload::Workload::pod_priority_classes`] names it.
 const JOB_POD_TEMPLATE: &str = "spec.template";
-
-/// What the workload holds once admitted: (flavor, resource) -> milli-units.
-pub type Usage = std::collections::BTreeMap<(String, String), i64>;
 
 /// Why Kueue could preempt a workload.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,7 +210,7 @@ fn reclaim(
             if other_name == cq_name || other.cohort.is_none() || view.cohort_root(other_name) != root {
                 continue;
             }
-            if !super::admissibility::accepts_workloads(view, other_name) {
+            if !accepts_workloads(view, other_name) {
                 continue; // no preemptor can ever be admitted through it
             }
             let by = match other.reclaim_within_cohort {
@@ -233,7 +231,7 @@ fn reclaim(
                     && other.borrow_within_cohort.max_priority_threshold.is_none_or(|threshold| priority <= threshold)
                     && above.is_some()
             };
-            let usable = |q: &str| super::admissibility::accepts_workloads(view, q);
+            let usable = |q: &str| accepts_workloads(view, q);
             if !borrower_side_can_be_over(view, cq_name, other_name, flavor, resource, usable) {
                 continue; // evicting it would free nothing the reclaimer's side can reach
             }
