@@ -14,9 +14,10 @@ pub use review_builder::ReviewBuilder;
 
 use json_patch::Patch;
 
+use crate::cluster::Absent;
 use crate::cluster::ClusterView;
 use crate::config::Config;
-use crate::rules::{self, Absent, Denial, Subject, Verdict};
+use crate::rules::{self, Denial, Subject, Verdict};
 use crate::vocabulary::reason::{Enforcement, Reason};
 use crate::workload::Workload;
 

@@ -207,7 +207,7 @@ mod validating {
 
     #[test]
     fn denials_for_missing_objects_ask_the_server_to_confirm_them() {
-        use crate::rules::Absent;
+        use crate::cluster::Absent;
         let queue = [("kueue.x-k8s.io/queue-name", "new-queue")];
         let class = [("kueue.x-k8s.io/queue-name", "eval-queue"), ("kueue.x-k8s.io/priority-class", "new-class")];
         let eval_queue = [("kueue.x-k8s.io/queue-name", "eval-queue")];

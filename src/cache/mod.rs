@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject};
 
+use crate::cluster::Absent;
 use crate::cluster::{ClusterObject, ClusterState, ObjectCounts, OwnerKey, objects};
-use crate::rules::Absent;
 
 /// A live lookup that could not say whether an object exists.
 #[derive(Debug, thiserror::Error)]

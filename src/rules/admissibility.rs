@@ -11,10 +11,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{Absent, Denial, Reason, Subject, WayOut};
+use super::{Denial, Reason, Subject, WayOut};
 use crate::cluster::active::{MissingObject, inactive_reason, only_missing_object};
 use crate::cluster::quota::{Usage, nominal};
-use crate::cluster::{ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
+use crate::cluster::{Absent, ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
 use crate::vocabulary::quantity;
 use crate::vocabulary::text::join;
 use crate::workload::PodSetRequests;
@@ -322,8 +322,9 @@ pub fn denial(subject: Subject<'_>, inadmissible: Inadmissible, working: &[&str]
 
 #[cfg(test)]
 mod tests {
+    use crate::cluster::Absent;
+    use crate::rules::check_queued;
     use crate::rules::fixtures::*;
-    use crate::rules::{Absent, check_queued};
     use crate::vocabulary::reason::Reason;
 
     const CONFIG: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\n\

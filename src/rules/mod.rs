@@ -17,7 +17,7 @@ pub mod update;
 
 use std::fmt;
 
-use crate::cluster::ClusterView;
+use crate::cluster::{Absent, ClusterView};
 use crate::config::{Config, Selected, Setting};
 use crate::vocabulary::kueue::QUEUE_NAME_LABEL;
 use crate::vocabulary::reason::{Enforcement, Reason};
@@ -88,26 +88,6 @@ pub enum WayOut {
     RequestAtMost(admissibility::RequestAtMost),
     /// Annotate it `eval-admission.io/checkpointing: "true"` (only true if it does checkpoint).
     Checkpointing,
-}
-
-/// An object a denial found missing; LocalQueues live in the workload's namespace.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Absent {
-    LocalQueue(String),
-    ClusterQueue(String),
-    WorkloadPriorityClass(String),
-    PriorityClass(String),
-    ResourceFlavor(String),
-    AdmissionCheck(String),
-    /// An owner a workload's controller reference names, with the uid it names.
-    Owner(Box<ClaimedOwner>),
-}
-
-/// Who a controller ownerReference says owns a workload.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimedOwner {
-    pub owner: crate::cluster::OwnerKey,
-    pub uid: String,
 }
 
 /// Who the rules are talking about in messages: `Job team-a/eval-1`.

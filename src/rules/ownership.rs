@@ -11,8 +11,8 @@
 //! On UPDATE the old object must have claimed the same owner: adding an owner
 //! never unlocks the guards of a workload the policy already shapes.
 
-use super::{Absent, ClaimedOwner, Denial, Reason, Subject};
-use crate::cluster::{ClusterView, OwnerKey};
+use super::{Denial, Reason, Subject};
+use crate::cluster::{Absent, ClaimedOwner, ClusterView, OwnerKey};
 use crate::config::Config;
 use crate::workload::{OwnerReference, Workload};
 

@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use super::{Absent, Denial, Explain, Reason, Subject, WayOut, passes};
-use crate::cluster::{ClusterView, PriorityClass};
+use super::{Denial, Explain, Reason, Subject, WayOut, passes};
+use crate::cluster::{Absent, ClusterView, PriorityClass, WithPriorityClass};
 use crate::vocabulary::kueue::PRIORITY_CLASS_LABEL;
 use crate::vocabulary::text::join;
 use crate::workload::{PodTemplateAt, Workload};
@@ -328,75 +328,6 @@ fn repeated_label(
     )
     .because_absent(Absent::PriorityClass(class.to_string()))
     .offering(ways_out)
-}
-
-/// The view with one more PriorityClass: a way out the platform team takes.
-/// It holds the view as a trait object: checking through it may build another
-/// one, which a generic would nest without end at compile time.
-struct WithPriorityClass<'v> {
-    view: &'v dyn ClusterView,
-    name: &'v str,
-    class: PriorityClass,
-}
-
-impl ClusterView for WithPriorityClass<'_> {
-    fn kueue_installed(&self) -> bool {
-        self.view.kueue_installed()
-    }
-    fn owner_uid(&self, owner: &crate::cluster::OwnerKey) -> Option<&str> {
-        self.view.owner_uid(owner)
-    }
-    fn namespace(&self, name: &str) -> Option<&crate::cluster::NamespaceInfo> {
-        self.view.namespace(name)
-    }
-    fn local_queue(&self, namespace: &str, name: &str) -> Option<&crate::cluster::LocalQueue> {
-        self.view.local_queue(namespace, name)
-    }
-    fn local_queues(&self, namespace: &str) -> Box<dyn Iterator<Item = (&str, &crate::cluster::LocalQueue)> + '_> {
-        self.view.local_queues(namespace)
-    }
-    fn cluster_queue(&self, name: &str) -> Option<&crate::cluster::ClusterQueue> {
-        self.view.cluster_queue(name)
-    }
-    fn cluster_queues(&self) -> Box<dyn Iterator<Item = (&str, &crate::cluster::ClusterQueue)> + '_> {
-        self.view.cluster_queues()
-    }
-    fn cohort(&self, name: &str) -> Option<&crate::cluster::Cohort> {
-        self.view.cohort(name)
-    }
-    fn cohorts(&self) -> Box<dyn Iterator<Item = (&str, &crate::cluster::Cohort)> + '_> {
-        self.view.cohorts()
-    }
-    fn resource_flavor(&self, name: &str) -> Option<&crate::cluster::ResourceFlavor> {
-        self.view.resource_flavor(name)
-    }
-    fn admission_check(&self, name: &str) -> Option<bool> {
-        self.view.admission_check(name)
-    }
-    fn workload_priority_class(&self, name: &str) -> Option<i32> {
-        self.view.workload_priority_class(name)
-    }
-    fn workload_priority_classes(&self) -> Box<dyn Iterator<Item = (&str, i32)> + '_> {
-        self.view.workload_priority_classes()
-    }
-    fn priority_class(&self, name: &str) -> Option<&PriorityClass> {
-        if name == self.name { Some(&self.class) } else { self.view.priority_class(name) }
-    }
-    fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_> {
-        Box::new(self.view.priority_classes().chain(std::iter::once((self.name, &self.class))))
-    }
-    fn kueue_config(&self) -> &crate::cluster::kueue_config::KueueConfig {
-        self.view.kueue_config()
-    }
-    fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool {
-        self.view.selects_a_managed_namespace(cluster_queue)
-    }
-    fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
-        self.view.potential_available(cluster_queue, flavor, resource)
-    }
-    fn cohort_root(&self, cluster_queue: &str) -> Option<&str> {
-        self.view.cohort_root(cluster_queue)
-    }
 }
 
 /// The classes every cluster has for its own components; not offered as a way out.

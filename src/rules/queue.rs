@@ -1,7 +1,7 @@
 //! Which LocalQueue a workload goes to, and whether that queue can ever admit it.
 
-use super::{Absent, Denial, Reason, Subject, WayOut};
-use crate::cluster::ClusterView;
+use super::{Denial, Reason, Subject, WayOut};
+use crate::cluster::{Absent, ClusterView};
 use crate::vocabulary::kueue::{DEFAULT_QUEUE_ANNOTATION, QUEUE_NAME_LABEL};
 use crate::vocabulary::text::join;
 

@@ -1,0 +1,346 @@
+//! [`ClusterState`]: the cluster objects the rules read, pruned, in plain maps,
+//! with what is derived from them (per ClusterQueue, not per review).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
+
+use super::kueue_config::KueueConfig;
+use super::{
+    ClusterObject, ClusterQueue, ClusterView, Cohort, LocalQueue, NamespaceInfo, NamespaceSelector, OwnerKey,
+    PriorityClass, ResourceFlavor, quota,
+};
+
+/// Counts of cached objects, for readiness and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObjectCounts {
+    pub namespaces: usize,
+    pub local_queues: usize,
+    pub cluster_queues: usize,
+    pub cohorts: usize,
+    pub resource_flavors: usize,
+    pub admission_checks: usize,
+    pub workload_priority_classes: usize,
+    pub priority_classes: usize,
+}
+
+/// The cluster objects the rules read, pruned, indexed for the lookups above.
+#[derive(Debug, Clone)]
+pub struct ClusterState {
+    /// Set when the LocalQueue CRD is present (or any Kueue object was seen).
+    pub kueue_installed: bool,
+    namespaces: HashMap<String, NamespaceInfo>,
+    /// namespace -> name -> LocalQueue; sorted by name so listings are stable.
+    local_queues: HashMap<String, BTreeMap<String, LocalQueue>>,
+    cluster_queues: BTreeMap<String, ClusterQueue>,
+    cohorts: BTreeMap<String, Cohort>,
+    resource_flavors: HashMap<String, ResourceFlavor>,
+    admission_checks: HashMap<String, bool>,
+    workload_priority_classes: BTreeMap<String, i32>,
+    priority_classes: BTreeMap<String, PriorityClass>,
+    /// Kueue's Configuration: from its ConfigMap, else what the release's
+    /// manifests install (the ConfigMap a standard install mounts).
+    kueue_config: KueueConfig,
+    /// Owners of Kueue-managed kinds (JobSets, ...): who they are, nothing else.
+    /// Changes here derive nothing, so they keep what is derived.
+    owners: HashMap<OwnerKey, String>,
+    /// Derived on first use after a change (per ClusterQueue, not per review):
+    /// which ClusterQueues select a managed namespace.
+    reachable: OnceLock<HashMap<String, bool>>,
+    /// Derived likewise: per ClusterQueue, flavor and resource it lists, the
+    /// most it could ever hold (`quota::potential_available`, a walk of its
+    /// whole cohort tree).
+    potentials: OnceLock<Potentials>,
+    /// Derived likewise: each ClusterQueue in a cohort, the root of its tree.
+    roots: OnceLock<HashMap<String, String>>,
+}
+
+/// ClusterQueue -> flavor -> resource -> milli-units.
+type Potentials = HashMap<String, HashMap<String, HashMap<String, i64>>>;
+
+impl Default for ClusterState {
+    fn default() -> Self {
+        Self {
+            kueue_installed: false,
+            namespaces: HashMap::new(),
+            local_queues: HashMap::new(),
+            cluster_queues: BTreeMap::new(),
+            cohorts: BTreeMap::new(),
+            resource_flavors: HashMap::new(),
+            admission_checks: HashMap::new(),
+            workload_priority_classes: BTreeMap::new(),
+            priority_classes: BTreeMap::new(),
+            kueue_config: KueueConfig::release_manifest(),
+            owners: HashMap::new(),
+            reachable: OnceLock::new(),
+            potentials: OnceLock::new(),
+            roots: OnceLock::new(),
+        }
+    }
+}
+
+impl ClusterState {
+    /// Every change drops what was derived from the state before it.
+    fn forget_derived(&mut self) {
+        self.reachable = OnceLock::new();
+        self.potentials = OnceLock::new();
+        self.roots = OnceLock::new();
+    }
+
+    /// Adds or replaces one object.
+    pub fn apply(&mut self, object: ClusterObject) {
+        // Nothing is derived from owners: they keep what is.
+        if !matches!(object, ClusterObject::Owner { .. }) {
+            self.forget_derived();
+        }
+        match object {
+            ClusterObject::Owner { key, uid } => {
+                self.owners.insert(key, uid);
+            }
+            ClusterObject::Namespace { name, info } => {
+                self.namespaces.insert(name, info);
+            }
+            ClusterObject::LocalQueue { namespace, name, queue } => {
+                self.kueue_installed = true;
+                self.local_queues.entry(namespace).or_default().insert(name, queue);
+            }
+            ClusterObject::ClusterQueue { name, queue } => {
+                self.kueue_installed = true;
+                self.cluster_queues.insert(name, queue);
+            }
+            ClusterObject::Cohort { name, cohort } => {
+                self.kueue_installed = true;
+                self.cohorts.insert(name, cohort);
+            }
+            ClusterObject::WorkloadPriorityClass { name, value } => {
+                self.kueue_installed = true;
+                self.workload_priority_classes.insert(name, value);
+            }
+            ClusterObject::PriorityClass { name, class } => {
+                self.priority_classes.insert(name, class);
+            }
+            ClusterObject::ResourceFlavor { name, flavor } => {
+                self.kueue_installed = true;
+                self.resource_flavors.insert(name, flavor);
+            }
+            ClusterObject::AdmissionCheck { name, active } => {
+                self.kueue_installed = true;
+                self.admission_checks.insert(name, active);
+            }
+            ClusterObject::OtherKueueObject => self.kueue_installed = true,
+            ClusterObject::Crd { name } => {
+                if name == crate::vocabulary::kueue::LOCAL_QUEUE_CRD {
+                    self.kueue_installed = true;
+                }
+            }
+            ClusterObject::KueueConfiguration { config } => self.kueue_config = *config,
+        }
+    }
+
+    /// Removes one object by kind, namespace (empty when cluster-scoped) and name.
+    pub fn remove(&mut self, kind: &str, namespace: &str, name: &str) {
+        self.forget_derived();
+        match kind {
+            "Namespace" => {
+                self.namespaces.remove(name);
+            }
+            "LocalQueue" => {
+                if let Some(queues) = self.local_queues.get_mut(namespace) {
+                    queues.remove(name);
+                    if queues.is_empty() {
+                        self.local_queues.remove(namespace);
+                    }
+                }
+            }
+            "ClusterQueue" => {
+                self.cluster_queues.remove(name);
+            }
+            "Cohort" => {
+                self.cohorts.remove(name);
+            }
+            "ResourceFlavor" => {
+                self.resource_flavors.remove(name);
+            }
+            "AdmissionCheck" => {
+                self.admission_checks.remove(name);
+            }
+            "WorkloadPriorityClass" => {
+                self.workload_priority_classes.remove(name);
+            }
+            "PriorityClass" => {
+                self.priority_classes.remove(name);
+            }
+            "ConfigMap" => self.kueue_config = KueueConfig::release_manifest(),
+            _ => {}
+        }
+    }
+
+    /// Drops every object of one kind: a watch relist replaces them all.
+    pub fn clear_kind(&mut self, kind: &str) {
+        self.forget_derived();
+        match kind {
+            "Namespace" => self.namespaces.clear(),
+            "LocalQueue" => self.local_queues.clear(),
+            "ClusterQueue" => self.cluster_queues.clear(),
+            "Cohort" => self.cohorts.clear(),
+            "ConfigMap" => self.kueue_config = KueueConfig::release_manifest(),
+            "ResourceFlavor" => self.resource_flavors.clear(),
+            "AdmissionCheck" => self.admission_checks.clear(),
+            "WorkloadPriorityClass" => self.workload_priority_classes.clear(),
+            "PriorityClass" => self.priority_classes.clear(),
+            _ => {}
+        }
+    }
+
+    pub fn remove_owner(&mut self, key: &OwnerKey) {
+        self.owners.remove(key);
+    }
+
+    /// Drops the owners of one kind: its watch relisted, or its API is gone.
+    pub fn clear_owners(&mut self, api_group: &str, kind: &str) {
+        self.owners.retain(|key, _| key.api_group != api_group || key.kind != kind);
+    }
+
+    pub fn owner_count(&self) -> usize {
+        self.owners.len()
+    }
+
+    /// Drops every Kueue object: used when the Kueue CRDs disappear.
+    pub fn clear_kueue(&mut self) {
+        self.forget_derived();
+        self.kueue_installed = false;
+        self.local_queues.clear();
+        self.cluster_queues.clear();
+        self.cohorts.clear();
+        self.resource_flavors.clear();
+        self.admission_checks.clear();
+        self.workload_priority_classes.clear();
+    }
+
+    pub fn counts(&self) -> ObjectCounts {
+        ObjectCounts {
+            namespaces: self.namespaces.len(),
+            local_queues: self.local_queues.values().map(BTreeMap::len).sum(),
+            cluster_queues: self.cluster_queues.len(),
+            cohorts: self.cohorts.len(),
+            resource_flavors: self.resource_flavors.len(),
+            admission_checks: self.admission_checks.len(),
+            workload_priority_classes: self.workload_priority_classes.len(),
+            priority_classes: self.priority_classes.len(),
+        }
+    }
+}
+
+impl ClusterView for ClusterState {
+    fn kueue_installed(&self) -> bool {
+        self.kueue_installed
+    }
+
+    fn owner_uid(&self, owner: &OwnerKey) -> Option<&str> {
+        self.owners.get(owner).map(String::as_str)
+    }
+
+    fn namespace(&self, name: &str) -> Option<&NamespaceInfo> {
+        self.namespaces.get(name)
+    }
+
+    fn local_queue(&self, namespace: &str, name: &str) -> Option<&LocalQueue> {
+        self.local_queues.get(namespace)?.get(name)
+    }
+
+    fn local_queues(&self, namespace: &str) -> Box<dyn Iterator<Item = (&str, &LocalQueue)> + '_> {
+        match self.local_queues.get(namespace) {
+            Some(queues) => Box::new(queues.iter().map(|(name, queue)| (name.as_str(), queue))),
+            None => Box::new(std::iter::empty()),
+        }
+    }
+
+    fn cluster_queue(&self, name: &str) -> Option<&ClusterQueue> {
+        self.cluster_queues.get(name)
+    }
+
+    fn cluster_queues(&self) -> Box<dyn Iterator<Item = (&str, &ClusterQueue)> + '_> {
+        Box::new(self.cluster_queues.iter().map(|(name, queue)| (name.as_str(), queue)))
+    }
+
+    fn cohort(&self, name: &str) -> Option<&Cohort> {
+        self.cohorts.get(name)
+    }
+
+    fn cohorts(&self) -> Box<dyn Iterator<Item = (&str, &Cohort)> + '_> {
+        Box::new(self.cohorts.iter().map(|(name, cohort)| (name.as_str(), cohort)))
+    }
+
+    fn resource_flavor(&self, name: &str) -> Option<&ResourceFlavor> {
+        self.resource_flavors.get(name)
+    }
+
+    fn admission_check(&self, name: &str) -> Option<bool> {
+        self.admission_checks.get(name).copied()
+    }
+
+    fn workload_priority_class(&self, name: &str) -> Option<i32> {
+        self.workload_priority_classes.get(name).copied()
+    }
+
+    fn workload_priority_classes(&self) -> Box<dyn Iterator<Item = (&str, i32)> + '_> {
+        Box::new(self.workload_priority_classes.iter().map(|(name, value)| (name.as_str(), *value)))
+    }
+
+    fn priority_class(&self, name: &str) -> Option<&PriorityClass> {
+        self.priority_classes.get(name)
+    }
+
+    fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_> {
+        Box::new(self.priority_classes.iter().map(|(name, class)| (name.as_str(), class)))
+    }
+
+    fn kueue_config(&self) -> &KueueConfig {
+        &self.kueue_config
+    }
+
+    fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool {
+        let reachable = self.reachable.get_or_init(|| {
+            let managed: Vec<&NamespaceInfo> =
+                self.namespaces.values().filter(|ns| self.kueue_config.manages_namespace(&ns.labels)).collect();
+            self.cluster_queues
+                .iter()
+                .map(|(name, queue)| {
+                    let selects = match &queue.namespace_selector {
+                        NamespaceSelector::Selector(selector) => managed.iter().any(|ns| selector.matches(&ns.labels)),
+                        _ => false,
+                    };
+                    (name.clone(), selects)
+                })
+                .collect()
+        });
+        reachable.get(cluster_queue).copied().unwrap_or(false)
+    }
+
+    fn cohort_root(&self, cluster_queue: &str) -> Option<&str> {
+        let roots = self.roots.get_or_init(|| {
+            self.cluster_queues.keys().filter_map(|name| Some((name.clone(), quota::tree_root(self, name)?))).collect()
+        });
+        roots.get(cluster_queue).map(String::as_str)
+    }
+
+    fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
+        let potentials = self.potentials.get_or_init(|| {
+            let mut all = Potentials::new();
+            for (name, queue) in &self.cluster_queues {
+                let by_flavor = all.entry(name.clone()).or_default();
+                for group in &queue.resource_groups {
+                    for flavor in &group.flavors {
+                        let by_resource = by_flavor.entry(flavor.name.clone()).or_default();
+                        for resource in &group.covered_resources {
+                            let most = quota::potential_available(self, name, &flavor.name, resource);
+                            by_resource.insert(resource.clone(), most);
+                        }
+                    }
+                }
+            }
+            all
+        });
+        let known = potentials.get(cluster_queue).and_then(|f| f.get(flavor)).and_then(|r| r.get(resource));
+        known.copied().unwrap_or_else(|| quota::potential_available(self, cluster_queue, flavor, resource))
+    }
+}

@@ -1,0 +1,128 @@
+//! [`ClusterView`], the lookups the rules are written against; what a denial
+//! found missing ([`Absent`]), which the server confirms live; and the what-if
+//! overlays the rules check a way out through.
+
+use super::kueue_config::KueueConfig;
+use super::{ClusterQueue, Cohort, LocalQueue, NamespaceInfo, OwnerKey, PriorityClass, ResourceFlavor};
+
+/// Read-only lookups the rules need. Implementations answer from memory: no
+/// method may block on the network.
+pub trait ClusterView {
+    fn kueue_installed(&self) -> bool;
+    fn namespace(&self, name: &str) -> Option<&NamespaceInfo>;
+    fn local_queue(&self, namespace: &str, name: &str) -> Option<&LocalQueue>;
+    /// The LocalQueues of a namespace, by name.
+    fn local_queues(&self, namespace: &str) -> Box<dyn Iterator<Item = (&str, &LocalQueue)> + '_>;
+    fn cluster_queue(&self, name: &str) -> Option<&ClusterQueue>;
+    fn cluster_queues(&self) -> Box<dyn Iterator<Item = (&str, &ClusterQueue)> + '_>;
+    fn cohort(&self, name: &str) -> Option<&Cohort>;
+    fn cohorts(&self) -> Box<dyn Iterator<Item = (&str, &Cohort)> + '_>;
+    fn resource_flavor(&self, name: &str) -> Option<&ResourceFlavor>;
+    /// `Some(active)` when the AdmissionCheck exists.
+    fn admission_check(&self, name: &str) -> Option<bool>;
+    fn workload_priority_class(&self, name: &str) -> Option<i32>;
+    fn workload_priority_classes(&self) -> Box<dyn Iterator<Item = (&str, i32)> + '_>;
+    fn priority_class(&self, name: &str) -> Option<&PriorityClass>;
+    fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_>;
+    fn kueue_config(&self) -> &KueueConfig;
+    /// The uid of an owner of a Kueue-managed kind, when the view holds it.
+    fn owner_uid(&self, owner: &OwnerKey) -> Option<&str>;
+    /// Whether the ClusterQueue's namespaceSelector selects some namespace Kueue
+    /// manages: where a user could put a LocalQueue pointing at it.
+    fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool;
+    /// The most of `resource` in `flavor` the ClusterQueue could ever hold, in
+    /// milli-units (`quota::potential_available`, derived once per change).
+    fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64;
+    /// The top of the ClusterQueue's cohort tree; `None` outside any cohort
+    /// (`quota::tree_root`, derived once per change).
+    fn cohort_root(&self, cluster_queue: &str) -> Option<&str>;
+}
+
+/// An object a denial found missing; LocalQueues live in the workload's namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Absent {
+    LocalQueue(String),
+    ClusterQueue(String),
+    WorkloadPriorityClass(String),
+    PriorityClass(String),
+    ResourceFlavor(String),
+    AdmissionCheck(String),
+    /// An owner a workload's controller reference names, with the uid it names.
+    Owner(Box<ClaimedOwner>),
+}
+
+/// Who a controller ownerReference says owns a workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedOwner {
+    pub owner: OwnerKey,
+    pub uid: String,
+}
+
+/// The view with one more PriorityClass: a way out the platform team takes.
+/// It holds the view as a trait object: checking through it may build another
+/// one, which a generic would nest without end at compile time.
+pub struct WithPriorityClass<'v> {
+    pub view: &'v dyn ClusterView,
+    pub name: &'v str,
+    pub class: PriorityClass,
+}
+
+impl ClusterView for WithPriorityClass<'_> {
+    fn kueue_installed(&self) -> bool {
+        self.view.kueue_installed()
+    }
+    fn owner_uid(&self, owner: &OwnerKey) -> Option<&str> {
+        self.view.owner_uid(owner)
+    }
+    fn namespace(&self, name: &str) -> Option<&NamespaceInfo> {
+        self.view.namespace(name)
+    }
+    fn local_queue(&self, namespace: &str, name: &str) -> Option<&LocalQueue> {
+        self.view.local_queue(namespace, name)
+    }
+    fn local_queues(&self, namespace: &str) -> Box<dyn Iterator<Item = (&str, &LocalQueue)> + '_> {
+        self.view.local_queues(namespace)
+    }
+    fn cluster_queue(&self, name: &str) -> Option<&ClusterQueue> {
+        self.view.cluster_queue(name)
+    }
+    fn cluster_queues(&self) -> Box<dyn Iterator<Item = (&str, &ClusterQueue)> + '_> {
+        self.view.cluster_queues()
+    }
+    fn cohort(&self, name: &str) -> Option<&Cohort> {
+        self.view.cohort(name)
+    }
+    fn cohorts(&self) -> Box<dyn Iterator<Item = (&str, &Cohort)> + '_> {
+        self.view.cohorts()
+    }
+    fn resource_flavor(&self, name: &str) -> Option<&ResourceFlavor> {
+        self.view.resource_flavor(name)
+    }
+    fn admission_check(&self, name: &str) -> Option<bool> {
+        self.view.admission_check(name)
+    }
+    fn workload_priority_class(&self, name: &str) -> Option<i32> {
+        self.view.workload_priority_class(name)
+    }
+    fn workload_priority_classes(&self) -> Box<dyn Iterator<Item = (&str, i32)> + '_> {
+        self.view.workload_priority_classes()
+    }
+    fn priority_class(&self, name: &str) -> Option<&PriorityClass> {
+        if name == self.name { Some(&self.class) } else { self.view.priority_class(name) }
+    }
+    fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_> {
+        Box::new(self.view.priority_classes().chain(std::iter::once((self.name, &self.class))))
+    }
+    fn kueue_config(&self) -> &KueueConfig {
+        self.view.kueue_config()
+    }
+    fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool {
+        self.view.selects_a_managed_namespace(cluster_queue)
+    }
+    fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
+        self.view.potential_available(cluster_queue, flavor, resource)
+    }
+    fn cohort_root(&self, cluster_queue: &str) -> Option<&str> {
+        self.view.cohort_root(cluster_queue)
+    }
+}
