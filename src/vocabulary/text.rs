@@ -23,3 +23,27 @@ pub fn echo(text: &str) -> String {
     }
     format!("{cut:?}")
 }
+
+/// User text cut to eight times [`MOST_ECHOED_CHARS`], unquoted: a parser's
+/// own long message.
+pub fn echo_long(text: &str) -> String {
+    let mut cut: String = text.chars().take(8 * MOST_ECHOED_CHARS).collect();
+    if cut.len() < text.len() {
+        cut.push_str("...");
+    }
+    cut
+}
+
+/// The most items [`listed`] names.
+pub const MOST_LISTED: usize = 20;
+
+/// Names user-given items for a message, `a, b, and 3 more`: each cut as
+/// [`echo`] does, at most [`MOST_LISTED`] of them.
+pub fn listed(items: &[String]) -> String {
+    let mut out: Vec<String> =
+        items.iter().take(MOST_LISTED).map(|item| echo(item).trim_matches('"').to_string()).collect();
+    if items.len() > MOST_LISTED {
+        out.push(format!("and {} more", items.len() - MOST_LISTED));
+    }
+    out.join(", ")
+}

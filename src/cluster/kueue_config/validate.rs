@@ -1,0 +1,97 @@
+//! pkg/config/validation.go `Validate`, mirrored for the fields read here:
+//! what would stop Kueue at startup lands in [`KueueConfig::startup_errors`].
+
+use std::collections::BTreeMap;
+
+use super::decode::Parser;
+use super::{BUILT_IN_FRAMEWORKS, KueueConfig};
+use crate::vocabulary::kueue::NAMESPACE_NAME_LABEL;
+use crate::vocabulary::text::{echo, echo_long, listed};
+
+/// The valid `fairSharing.preemptionStrategies` lists (`validStrategySets`).
+const VALID_PREEMPTION_STRATEGIES: [&[&str]; 3] = [
+    &["LessThanOrEqualToFinalShare"],
+    &["LessThanInitialShare"],
+    &["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+];
+
+impl Parser {
+    /// pkg/config/validation.go `Validate`, for the fields read here.
+    pub(super) fn validate(&mut self, config: &KueueConfig) {
+        // validateWaitForPodsReady, checked while parsing, counts only when
+        // waitforpodsready.Enabled.
+        if config.wait_for_pods_ready_enabled() {
+            for problem in std::mem::take(&mut self.pods_ready_problems) {
+                self.problem(problem);
+            }
+        }
+        // validateIntegrations
+        let mut seen: Vec<&str> = Vec::new();
+        for (index, framework) in config.frameworks.iter().enumerate() {
+            if !BUILT_IN_FRAMEWORKS.contains(&framework.as_str()) {
+                self.problem(format!("integrations.frameworks[{index}]: unsupported framework {}", echo(framework)));
+            } else if seen.contains(&framework.as_str()) {
+                self.problem(format!("integrations.frameworks[{index}]: duplicate {}", echo(framework)));
+            } else {
+                seen.push(framework);
+            }
+        }
+        let mut seen_external: Vec<(&str, &str, &str)> = Vec::new();
+        for (index, framework) in config.external_frameworks.iter().enumerate() {
+            // schema.ParseKindArg: Kind.version.group needs two dots.
+            let mut parts = framework.splitn(3, '.');
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some(kind), Some(version), Some(group)) => {
+                    if seen_external.contains(&(kind, version, group)) {
+                        self.problem(format!(
+                            "integrations.externalFrameworks[{index}]: duplicate {}",
+                            echo(framework)
+                        ));
+                    } else {
+                        seen_external.push((kind, version, group));
+                    }
+                }
+                _ => self.problem(format!(
+                    "integrations.externalFrameworks[{index}]: {} is not in Kind.version.group form",
+                    echo(framework)
+                )),
+            }
+        }
+        // validateFairSharing
+        if let Some(fs) = &config.fair_sharing {
+            if fs.preemption_strategies.is_empty() {
+                self.problem("fairSharing.preemptionStrategies: must be specified".to_string());
+            } else if !VALID_PREEMPTION_STRATEGIES
+                .iter()
+                .any(|valid| valid.iter().copied().eq(fs.preemption_strategies.iter().map(String::as_str)))
+            {
+                self.problem(format!(
+                    "fairSharing.preemptionStrategies: {} is not one of [LessThanOrEqualToFinalShare], \
+                     [LessThanInitialShare], [LessThanOrEqualToFinalShare, LessThanInitialShare]",
+                    listed(&fs.preemption_strategies)
+                ));
+            }
+        }
+        // validateManagedJobsNamespaceSelector: valid, and exempting kube-system
+        // and Kueue's own namespace (matched on their name label alone).
+        let selector = &config.managed_jobs_namespace_selector;
+        match selector.validate() {
+            Err(error) => self.problem(format!("managedJobsNamespaceSelector: {}", echo_long(&error))),
+            Ok(()) => {
+                let mut prohibited = vec!["kube-system"];
+                if !config.namespace.is_empty() {
+                    prohibited.push(&config.namespace);
+                }
+                for name in prohibited {
+                    let labels = BTreeMap::from([(NAMESPACE_NAME_LABEL.to_string(), name.to_string())]);
+                    if selector.matches(&labels) {
+                        self.problem(format!(
+                            "managedJobsNamespaceSelector: should not match the {} namespace",
+                            echo(name)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
