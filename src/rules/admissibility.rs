@@ -11,11 +11,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{Denial, Reason, Subject, WayOut};
+use super::verdict::{Denial, RequestAtMost, Subject, WayOut};
 use crate::cluster::active::{MissingObject, inactive_reason, only_missing_object};
 use crate::cluster::quota::{Usage, nominal};
 use crate::cluster::{Absent, ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
 use crate::vocabulary::quantity;
+use crate::vocabulary::reason::Reason;
 use crate::vocabulary::text::join;
 use crate::workload::PodSetRequests;
 
@@ -35,38 +36,6 @@ pub struct Inadmissible {
 impl Inadmissible {
     fn new(reason: Reason, cause: String) -> Self {
         Self { reason, cause, fix: None, absent: None }
-    }
-}
-
-/// A pod set's requests cut to what its ClusterQueue could ever give it, in the
-/// resources of the group that did not fit. Offered only where the bound is
-/// exact (one pod set, one flavor in the group) and only after the workload
-/// with this request was checked to pass (`rules::check_queued`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestAtMost {
-    pub pod_set: String,
-    /// The most of each resource in total for the pod set, milli-units.
-    pub total: BTreeMap<String, i64>,
-}
-
-impl RequestAtMost {
-    /// `pod_sets` with this pod set's totals cut to the bound.
-    pub fn applied(&self, pod_sets: &[PodSetRequests]) -> Vec<PodSetRequests> {
-        let mut cut = pod_sets.to_vec();
-        for pod_set in cut.iter_mut().filter(|p| p.name == self.pod_set) {
-            for (resource, most) in &self.total {
-                if let Some(amount) = pod_set.total.get_mut(resource.as_str()) {
-                    *amount = (*amount).min(*most);
-                }
-            }
-        }
-        cut
-    }
-
-    fn describe(&self) -> String {
-        let most: Vec<String> =
-            self.total.iter().map(|(r, most)| format!("{} {r}", quantity::format_milli(r, *most))).collect();
-        format!("request at most {} in total for pod set '{}'", join(&most), self.pod_set)
     }
 }
 

@@ -18,8 +18,9 @@
 
 use std::fmt;
 
+use super::passes;
 use super::priority::{self, ClassKind, PriorityClassRef};
-use super::{Denial, Explain, Reason, Subject, WayOut, passes};
+use super::verdict::{Denial, Explain, Subject, WayOut};
 use crate::cluster::active::accepts_workloads;
 use crate::cluster::quota::{
     Usage, borrower_side_can_be_over, fits_below_root, nominal, reclaimer_can_take_back, reclaimer_never_short,
@@ -27,6 +28,7 @@ use crate::cluster::quota::{
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::vocabulary::kueue::PRIORITY_CLASS_LABEL;
 use crate::vocabulary::own_names::CHECKPOINTING_ANNOTATION;
+use crate::vocabulary::reason::Reason;
 use crate::vocabulary::text::join;
 
 /// Where a Job's one pod template is, as [`crate::workload::Workload::pod_priority_classes`] names it.

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::Subject;
+use super::verdict::Subject;
 use crate::cluster::{ClusterState, state_file};
 use crate::workload::{Workload, WorkloadKind};
 

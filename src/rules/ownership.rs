@@ -11,9 +11,10 @@
 //! On UPDATE the old object must have claimed the same owner: adding an owner
 //! never unlocks the guards of a workload the policy already shapes.
 
-use super::{Denial, Reason, Subject};
+use super::verdict::{Denial, Subject};
 use crate::cluster::{Absent, ClaimedOwner, ClusterView, OwnerKey};
 use crate::config::Config;
+use crate::vocabulary::reason::Reason;
 use crate::workload::{OwnerReference, Workload};
 
 /// What a workload's controller ownerReference is worth.

@@ -2,9 +2,11 @@
 
 use std::fmt;
 
-use super::{Denial, Explain, Reason, Subject, WayOut, passes};
+use super::passes;
+use super::verdict::{Denial, Explain, Subject, WayOut};
 use crate::cluster::{Absent, ClusterView, PriorityClass, WithPriorityClass};
 use crate::vocabulary::kueue::PRIORITY_CLASS_LABEL;
+use crate::vocabulary::reason::Reason;
 use crate::vocabulary::text::join;
 use crate::workload::{PodTemplateAt, Workload};
 

@@ -1,8 +1,9 @@
 //! Which LocalQueue a workload goes to, and whether that queue can ever admit it.
 
-use super::{Denial, Reason, Subject, WayOut};
+use super::verdict::{Denial, Subject, WayOut};
 use crate::cluster::{Absent, ClusterView};
 use crate::vocabulary::kueue::{DEFAULT_QUEUE_ANNOTATION, QUEUE_NAME_LABEL};
+use crate::vocabulary::reason::Reason;
 use crate::vocabulary::text::join;
 
 /// The LocalQueue Kueue's own defaulting uses when nothing else names one.

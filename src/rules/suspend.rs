@@ -1,7 +1,8 @@
 //! Starting suspended, and staying suspended until Kueue says otherwise.
 
-use super::{Denial, Reason, Subject};
+use super::verdict::{Denial, Subject};
 use crate::config::Config;
+use crate::vocabulary::reason::Reason;
 use crate::workload::Workload;
 
 /// A queued workload must be created suspended: Kueue's own webhook may have run

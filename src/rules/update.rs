@@ -5,10 +5,12 @@
 //! a Job was created must not wedge that Job's later updates (finalizers, Kueue's
 //! own admission writes).
 
-use super::{Denial, Reason, Subject, suspend};
+use super::suspend;
+use super::verdict::{Denial, Subject};
 use crate::cluster::ClusterView;
 use crate::config::Config;
 use crate::vocabulary::kueue::QUEUE_NAME_LABEL;
+use crate::vocabulary::reason::Reason;
 use crate::workload::Workload;
 
 /// Checks an update of an evaluation; `Ok` carries warnings and whether anything
