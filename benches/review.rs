@@ -89,7 +89,9 @@ fn record_allocations(config: &Config, state: &ClusterState) {
             std::hint::black_box(admission::review_noop(std::hint::black_box(body)).unwrap());
         });
         let full = allocations_per_call(|| {
-            std::hint::black_box(admission::review(*webhook, std::hint::black_box(body), config, state).unwrap());
+            std::hint::black_box(
+                admission::review_offline(*webhook, std::hint::black_box(body), config, state).unwrap(),
+            );
         });
         println!(
             "{name}: {} bytes; allocations per review: noop {:.0} ({:.0} bytes), full {:.0} ({:.0} bytes)",
@@ -150,7 +152,7 @@ fn reviews(c: &mut Criterion) {
     let mut group = c.benchmark_group("review");
     for (name, webhook, body) in &cases() {
         // The body must really be reviewed, not short-circuited.
-        let outcome = admission::review(*webhook, body, &config, &state).unwrap();
+        let outcome = admission::review_offline(*webhook, body, &config, &state).unwrap();
         assert!(outcome.decision.allowed, "{name}: {:?}", outcome.decision.message);
         group.throughput(Throughput::Bytes(body.len() as u64));
         group.bench_with_input(BenchmarkId::new("noop", name), body, |b, body| {
@@ -170,7 +172,7 @@ fn reviews(c: &mut Criterion) {
             b.iter(|| admission::request::decode(std::hint::black_box(body)).unwrap())
         });
         group.bench_with_input(BenchmarkId::new("full", name), body, |b, body| {
-            b.iter(|| admission::review(*webhook, std::hint::black_box(body), &config, &state).unwrap())
+            b.iter(|| admission::review_offline(*webhook, std::hint::black_box(body), &config, &state).unwrap())
         });
     }
     group.finish();

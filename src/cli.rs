@@ -48,7 +48,7 @@ pub fn review(cluster: &Path, config: Option<&Path>, request: &Path) -> Result<R
 pub fn review_value(config: &Config, state: &ClusterState, mut review: Value) -> Result<ReviewReport, Error> {
     let body = serde_json::to_vec(&review).map_err(|e| Error::Request(e.to_string()))?;
     let bad_request = |BadReview(reason)| Error::Request(reason);
-    let mutating = admission::review(Webhook::Mutate, &body, config, state).map_err(bad_request)?;
+    let mutating = admission::review_offline(Webhook::Mutate, &body, config, state).map_err(bad_request)?;
     let mutating_json = parse_body(&mutating.body);
     let mut object = review.pointer("/request/object").cloned().unwrap_or(Value::Null);
     if !mutating.decision.allowed {
@@ -63,7 +63,7 @@ pub fn review_value(config: &Config, state: &ClusterState, mut review: Value) ->
         .map_err(|e| Error::Request(format!("the mutating patch does not apply: {e}")))?;
     review["request"]["object"] = object.clone();
     let body = serde_json::to_vec(&review).map_err(|e| Error::Request(e.to_string()))?;
-    let validating = admission::review(Webhook::Validate, &body, config, state).map_err(bad_request)?;
+    let validating = admission::review_offline(Webhook::Validate, &body, config, state).map_err(bad_request)?;
     Ok(ReviewReport {
         output: json!({"mutating": mutating_json, "validating": parse_body(&validating.body), "object": object,
             "kueueConfiguration": state.kueue_config().summary()}),

@@ -114,7 +114,7 @@ pub fn check_review(
     config: &Config,
     state: &ClusterState,
 ) -> Option<Value> {
-    let outcome = admission::review(webhook, body, config, state).ok()?;
+    let outcome = admission::review_offline(webhook, body, config, state).ok()?;
     let decision = &outcome.decision;
     let response: Value = serde_json::from_slice(&outcome.body)
         .unwrap_or_else(|e| panic!("the response body is not JSON: {e}: {}", String::from_utf8_lossy(&outcome.body)));
@@ -170,7 +170,7 @@ pub fn check_mutation_idempotent(request: &Value, patched: Value, config: &Confi
     let mut again_value = request.clone();
     again_value["request"]["object"] = patched;
     let again = serde_json::to_vec(&again_value).expect("a Value serializes");
-    let outcome = admission::review(Webhook::Mutate, &again, config, state)
+    let outcome = admission::review_offline(Webhook::Mutate, &again, config, state)
         .unwrap_or_else(|e| panic!("the patched object does not review again: {e}"));
     assert!(
         outcome.decision.allowed && outcome.decision.patch.0.is_empty(),
@@ -280,7 +280,7 @@ fn review_seeds() -> Vec<(String, Vec<u8>)> {
         };
         let body = serde_json::to_vec(&review).unwrap();
         out.push((format!("{name}.json"), body.clone()));
-        let Ok(outcome) = admission::review(Webhook::Mutate, &body, base_config(), state()) else {
+        let Ok(outcome) = admission::review_offline(Webhook::Mutate, &body, base_config(), state()) else {
             continue;
         };
         if !outcome.decision.allowed || outcome.decision.patch.0.is_empty() {

@@ -3,7 +3,10 @@
 //! [`review`] is the one entry point the HTTPS server and the offline `review`
 //! command share: decode the body once, hand the workload to the policy entry
 //! point for the webhook and operation ([`rules::mutate_create`],
-//! [`rules::validate_create`], [`rules::validate_update`]), encode its verdict.
+//! [`rules::validate_create`], [`rules::validate_update`]), confirm a denial
+//! that rests on a missing object through the caller's [`Lookups`], encode the
+//! verdict. Offline there is nothing to look up ([`Offline`]); the server looks
+//! in the API server.
 
 pub mod patch;
 pub mod request;
@@ -11,6 +14,10 @@ pub mod response;
 mod review_builder;
 
 pub use review_builder::ReviewBuilder;
+
+use std::future::Future;
+use std::ops::Deref;
+use std::task::{Context, Poll, Waker};
 
 use json_patch::Patch;
 
@@ -145,11 +152,77 @@ pub struct Outcome {
     pub dry_run: bool,
 }
 
-/// Decodes, decides and encodes one review.
-pub fn review(webhook: Webhook, body: &[u8], config: &Config, view: &impl ClusterView) -> Result<Outcome, BadReview> {
+/// Where a review reads the cluster, and looks up an object the view lacks
+/// before it denies for its absence: a watch cache may lag an object created a
+/// moment ago (a LocalQueue or class applied with the Job).
+pub trait Lookups {
+    type View: ClusterView;
+    /// What a failed lookup answers instead of a review.
+    type Error: From<BadReview>;
+    /// The view as it is now; held only while deciding, never across a lookup.
+    fn view(&self) -> impl Deref<Target = Self::View> + '_;
+    /// Whether `absent` exists after all (then it has joined the view).
+    fn confirm_absent(
+        &self,
+        namespace: &str,
+        absent: &Absent,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+}
+
+/// Offline (`review`, tests, benchmarks): the view is the whole truth.
+pub struct Offline<'v, V: ClusterView + Sync>(pub &'v V);
+
+impl<V: ClusterView + Sync> Lookups for Offline<'_, V> {
+    type View = V;
+    type Error = BadReview;
+    fn view(&self) -> impl Deref<Target = V> + '_ {
+        self.0
+    }
+    async fn confirm_absent(&self, _: &str, _: &Absent) -> Result<bool, BadReview> {
+        Ok(false)
+    }
+}
+
+/// The most live lookups one review makes: each found object is one fewer
+/// missing, and a denial rests on at most a few.
+pub const MOST_LOOKUPS: usize = 3;
+
+/// Decodes, decides and encodes one review. A decision that rests on a
+/// missing object is confirmed through `lookups`; a found object has joined
+/// the view and the request is decided again, [`MOST_LOOKUPS`] times at most.
+/// Deciding is synchronous and bounded by the view: only the lookups wait.
+pub async fn review<L: Lookups>(
+    webhook: Webhook,
+    body: &[u8],
+    config: &Config,
+    lookups: &L,
+) -> Result<Outcome, L::Error> {
     let request = request::decode(body)?;
-    let decision = decide(webhook, &request, config, view)?;
+    let mut decision = decide(webhook, &request, config, &*lookups.view())?;
+    for _ in 0..MOST_LOOKUPS {
+        let Some(absent) = &decision.unconfirmed else { break };
+        if !lookups.confirm_absent(request.namespace().unwrap_or_default(), absent).await? {
+            break;
+        }
+        decision = decide(webhook, &request, config, &*lookups.view())?;
+    }
     Ok(outcome(request, decision))
+}
+
+/// [`review`] offline, where nothing waits: the CLI, fuzzing and benchmarks.
+pub fn review_offline(
+    webhook: Webhook,
+    body: &[u8],
+    config: &Config,
+    view: &(impl ClusterView + Sync),
+) -> Result<Outcome, BadReview> {
+    let offline = Offline(view);
+    let review = std::pin::pin!(review(webhook, body, config, &offline));
+    match review.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(result) => result,
+        // `Offline::confirm_absent` answers at once, so one poll finishes.
+        Poll::Pending => unreachable!("an offline review waited"),
+    }
 }
 
 /// The benchmark baseline (`serve --noop`): read the same body, decode only the
@@ -171,7 +244,7 @@ pub fn review_noop(body: &[u8]) -> Result<(String, Vec<u8>), BadReview> {
 
 /// The decision for an already decoded request: the mutating webhook shapes
 /// only CREATEs; the validating one checks CREATEs and guards UPDATEs.
-pub fn decide(
+fn decide(
     webhook: Webhook,
     request: &Request,
     config: &Config,
@@ -195,14 +268,10 @@ pub fn decide(
 }
 
 /// Encodes a decision as the response to `request`.
-pub fn outcome(mut request: Request, decision: Decision) -> Outcome {
+fn outcome(mut request: Request, decision: Decision) -> Outcome {
     let body = response::encode(&request.uid, &decision);
+    let namespace = request.namespace().unwrap_or_default().to_string();
     // Moved out of the request, which is done with: the log line's fields.
-    // As `Request::namespace` reads it: the request's, else the object's.
-    let namespace = match request.namespace.take().filter(|ns| !ns.is_empty()) {
-        Some(namespace) => namespace,
-        None => request.object.as_mut().and_then(|object| object.metadata.namespace.take()).unwrap_or_default(),
-    };
     let named = |object: &mut Option<Workload>| {
         let metadata = &mut object.as_mut()?.metadata;
         metadata.name.take().or_else(|| metadata.generate_name.take())

@@ -17,7 +17,7 @@ fn validate(config: &Config, view: &impl ClusterView, request: &crate::admission
 
 mod mutating {
     use super::*;
-    use crate::admission::{ReviewBuilder, review};
+    use crate::admission::{ReviewBuilder, review_offline};
     use crate::rules::fixtures::*;
     use base64::Engine;
     use serde_json::{Value, json};
@@ -39,7 +39,7 @@ mod mutating {
     fn an_evalhub_job_gets_the_namespace_default_and_suspend() {
         let (config, state) = (Config::default(), seed_state());
         let job = evalhub_job_value("team-a-namespace", &[], None);
-        let outcome = review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap();
+        let outcome = review_offline(Webhook::Mutate, &create_review(&job), &config, &state).unwrap();
         let response = response(&outcome.body);
         assert_eq!(response["allowed"], true);
         assert_eq!(response["patchType"], "JSONPatch");
@@ -56,10 +56,10 @@ mod mutating {
     fn reviewing_the_mutated_object_again_gives_no_patch() {
         let (config, state) = (Config::default(), seed_state());
         let mut job = evalhub_job_value("team-a-namespace", &[], None);
-        let first = response(&review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
+        let first = response(&review_offline(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
         let patch: json_patch::Patch = serde_json::from_value(decoded_patch(&first)).unwrap();
         json_patch::patch(&mut job, &patch).unwrap();
-        let second = response(&review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
+        let second = response(&review_offline(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
         assert_eq!(second["allowed"], true);
         assert!(second.get("patch").is_none() && second.get("patchType").is_none(), "{second}");
         assert_eq!(second["auditAnnotations"]["reason"], "already-queued");
@@ -69,7 +69,7 @@ mod mutating {
     fn a_labelled_job_is_only_suspended_and_a_suspended_aiperf_jobset_is_untouched() {
         let (config, state) = (Config::default(), seed_state());
         let job = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "shared-queue")], None);
-        let response = response(&review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
+        let response = response(&review_offline(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
         assert_eq!(decoded_patch(&response), json!([{"op": "add", "path": "/spec/suspend", "value": true}]));
 
         // AIPerf labels and suspends its JobSets itself when it resolved a queue.
@@ -88,7 +88,7 @@ mod mutating {
     fn no_default_anywhere_means_a_bypass_warning_and_no_patch() {
         let (config, state) = (Config::default(), seed_state());
         let job = evalhub_job_value("plain", &[], None);
-        let response = response(&review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
+        let response = response(&review_offline(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
         assert_eq!(response["allowed"], true);
         assert!(response.get("patch").is_none());
         assert_eq!(
@@ -107,7 +107,7 @@ mod mutating {
     fn the_default_local_queue_is_used_when_there_is_no_annotation() {
         let (config, state) = (Config::default(), seed_state());
         let job = evalhub_job_value("defaulted", &[], None);
-        let response = response(&review(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
+        let response = response(&review_offline(Webhook::Mutate, &create_review(&job), &config, &state).unwrap().body);
         assert_eq!(decoded_patch(&response)[0]["value"], "default");
     }
 
@@ -403,7 +403,7 @@ mod policy_config {
 /// metrics use, and the reviews the `review` command and the tests build.
 mod plumbing {
     use super::*;
-    use crate::admission::{BadReview, Operation, ReviewBuilder, outcome, response, review, review_noop};
+    use crate::admission::{BadReview, Operation, ReviewBuilder, outcome, response, review_noop, review_offline};
     use crate::rules::fixtures::*;
     use crate::workload::WorkloadKind;
     use serde_json::{Value, json};
@@ -525,7 +525,7 @@ mod plumbing {
         let (config, state) = (Config::default(), seed_state());
         let missing = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "no-such-queue")], None);
         let body = ReviewBuilder::create(WorkloadKind::Job, &missing).uid("u-3").to_bytes();
-        let answered = review(Webhook::Validate, &body, &config, &state).unwrap();
+        let answered = review_offline(Webhook::Validate, &body, &config, &state).unwrap();
         let message = answered.decision.message.clone().unwrap();
         let response = serde_json::from_slice::<Value>(&answered.body).unwrap()["response"].clone();
         assert_eq!(

@@ -11,8 +11,9 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
-use crate::admission::{self, BadReview, Outcome, Webhook, request};
+use crate::admission::{self, BadReview, Outcome, Webhook};
 use crate::cache::ClusterCache;
+use crate::cluster::{Absent, ClusterState};
 use crate::config::Config;
 use crate::server::body_budget::{BodyBudget, Reservation};
 use crate::server::shutdown::Shutdown;
@@ -163,36 +164,44 @@ fn deadline(timeout: Option<&str>, limits: &Limits) -> Duration {
     }
 }
 
-/// Decide from the view; a denial that rests on a missing object is confirmed
-/// live before it goes out (the only API calls on the request path). A found
-/// object joins the view and the request is decided again, a few times at most.
-/// Those lookups are the only waits, so only they are bounded by the deadline:
-/// deciding is synchronous and bounded by the view.
-async fn review(app: &AppState, webhook: Webhook, body: &[u8], deadline: Instant) -> Result<Outcome, ReviewError> {
-    const MOST_LOOKUPS: usize = 3;
-    if !app.cluster.is_synced() {
-        return Err(ReviewError::NotReady("the cluster view has not synced yet"));
+/// The server's [`admission::Lookups`]: the watch caches, and a live GET of
+/// an object they lack, within what is left of the review's deadline.
+struct Live<'a> {
+    app: &'a AppState,
+    deadline: Instant,
+}
+
+impl admission::Lookups for Live<'_> {
+    type View = ClusterState;
+    type Error = ReviewError;
+
+    fn view(&self) -> impl std::ops::Deref<Target = ClusterState> + '_ {
+        self.app.cluster.read()
     }
-    let request = request::decode(body)?;
-    let mut decision = admission::decide(webhook, &request, &app.config, &*app.cluster.read())?;
-    for _ in 0..MOST_LOOKUPS {
-        let Some(absent) = decision.unconfirmed.clone() else { break };
-        let namespace = request.namespace().unwrap_or_default();
-        let left = deadline.saturating_duration_since(Instant::now());
+
+    async fn confirm_absent(&self, namespace: &str, absent: &Absent) -> Result<bool, ReviewError> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(ReviewError::Deadline(format!(
                 "no time left to confirm {absent:?} before the API server's deadline"
             )));
         }
-        let found = app.cluster.confirm_absent(namespace, &absent, left.min(app.limits.confirm_timeout)).await?;
+        let found =
+            self.app.cluster.confirm_absent(namespace, absent, left.min(self.app.limits.confirm_timeout)).await?;
         let result = if found { "found" } else { "absent" };
-        app.metrics.confirm_lookups.get_or_create(&crate::telemetry::ObjectLabels { kind: result }).inc();
-        if !found {
-            break;
-        }
-        decision = admission::decide(webhook, &request, &app.config, &*app.cluster.read())?;
+        self.app.metrics.confirm_lookups.get_or_create(&crate::telemetry::ObjectLabels { kind: result }).inc();
+        Ok(found)
     }
-    Ok(admission::outcome(request, decision))
+}
+
+/// The review, once the view has synced: decided from the watch caches, a
+/// denial that rests on a missing object confirmed live first (the only API
+/// calls on the request path, bounded by the deadline).
+async fn review(app: &AppState, webhook: Webhook, body: &[u8], deadline: Instant) -> Result<Outcome, ReviewError> {
+    if !app.cluster.is_synced() {
+        return Err(ReviewError::NotReady("the cluster view has not synced yet"));
+    }
+    admission::review(webhook, body, &app.config, &Live { app, deadline }).await
 }
 
 /// The baseline: decode only the uid and answer allowed.
