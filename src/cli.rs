@@ -37,8 +37,8 @@ pub struct ReviewReport {
 pub fn review(cluster: &Path, config: Option<&Path>, request: &Path) -> Result<ReviewReport, Error> {
     let config = Config::load(config)?;
     let state = state_file::load(cluster)?;
-    // The server's default body limit: no AdmissionReview is larger.
-    let most = crate::server::routes::DEFAULT_MAX_BODY_BYTES as u64;
+    // No AdmissionReview is larger.
+    let most = admission::MOST_REVIEW_BYTES as u64;
     let bytes = crate::vocabulary::yaml::read_at_most("request file", request, most)?;
     let review = admission_review(&bytes).map_err(|e| Error::file("request file", request, e))?;
     review_value(&config, &state, review)

@@ -35,6 +35,11 @@ use crate::workload::Workload;
 pub struct BadReview(pub String);
 pub use request::{Operation, Request};
 
+/// The largest AdmissionReview there is: an UPDATE carries two objects, each
+/// at most the API server's 3 MiB request limit. The server's default body
+/// limit, and the most the offline `review` reads.
+pub const MOST_REVIEW_BYTES: usize = 8 * 1024 * 1024;
+
 /// The two webhooks the server exposes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Webhook {

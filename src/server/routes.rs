@@ -57,9 +57,8 @@ impl Default for Limits {
     }
 }
 
-/// The largest body accepted by default: an UPDATE carries two objects, each
-/// at most the API server's 3 MiB request limit.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+/// The largest body accepted by default.
+pub const DEFAULT_MAX_BODY_BYTES: usize = admission::MOST_REVIEW_BYTES;
 /// The default pool for bodies over [`SMALL_BODY_BYTES`], shared by all connections.
 pub const LARGE_BODY_POOL_BYTES: usize = 24 * 1024 * 1024;
 /// Bodies up to this size are bounded by the connection cap alone (a 40 KB JobSet CREATE fits).
