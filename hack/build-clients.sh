@@ -18,10 +18,8 @@ if [[ -f $VENV/.complete ]]; then
 	echo "venv=$VENV"
 	exit 0
 fi
-mkdir -p "$EVAL_ADMISSION_CACHE"
 # Test binaries may ask at once: one installs, the others wait and find it done.
-exec 9>"$EVAL_ADMISSION_CACHE/.build-clients.lock"
-flock -w 3600 9 || die "another build-clients.sh holds $EVAL_ADMISSION_CACHE/.build-clients.lock"
+hold_lock "$EVAL_ADMISSION_CACHE/.build-clients.lock"
 if [[ ! -f $VENV/.complete ]]; then
 	log "installing the clients into $VENV"
 	rm -rf "$VENV"

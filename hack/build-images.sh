@@ -218,10 +218,7 @@ main() {
 	[[ ${#only[@]} -gt 0 ]] || only=(pause busybox eval-admission)
 	binary=${1:-${CARGO_TARGET_DIR:-$EVAL_ADMISSION_CACHE/target}/release/eval-admission}
 
-	mkdir -p "$IMAGES_DIR"
-	# Serialize concurrent callers (e.g. two test binaries starting at once).
-	exec 9>"$IMAGES_DIR/.lock"
-	flock -w 600 9 || die "another build-images.sh holds $IMAGES_DIR/.lock"
+	hold_lock "$IMAGES_DIR/.lock" 600
 	STAGE=$(mktemp -d)
 	trap 'rm -rf "$STAGE"' EXIT
 

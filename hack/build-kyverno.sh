@@ -11,46 +11,20 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 KYVERNO_MOD_DIR=$REPO_ROOT/tests/kyverno
-KYVERNO_VERSION=$(awk '$1 == "github.com/kyverno/kyverno" && $2 ~ /^v/ { print $2; exit }' "$KYVERNO_MOD_DIR/go.mod")
-[[ -n $KYVERNO_VERSION ]] || die "tests/kyverno/go.mod does not require github.com/kyverno/kyverno"
+KYVERNO_VERSION=$(require_version "$KYVERNO_MOD_DIR/go.mod" github.com/kyverno/kyverno)
 KYVERNO_DIR=$EVAL_ADMISSION_CACHE/kyverno-$KYVERNO_VERSION
 KYVERNO_BIN=$KYVERNO_DIR/bin/kyverno
 
-build_stamp() {
-	cat "$KYVERNO_MOD_DIR/go.mod" "$KYVERNO_MOD_DIR/go.sum" | sha256sum | cut -d' ' -f1
-}
-
-up_to_date() {
-	[[ -x $KYVERNO_BIN && -f $KYVERNO_DIR/.stamp ]] &&
-		[[ $(<"$KYVERNO_DIR/.stamp") == "$(build_stamp)" ]]
-}
-
+# build OUT: the admission controller.
 build() {
-	use_go
-	local out=$KYVERNO_DIR/bin.tmp.$$ start=$SECONDS
-	rm -rf "$out"; mkdir -p "$out"
-	trap 'rm -rf "$out"' EXIT
-	log "building Kyverno $KYVERNO_VERSION with $(go version | cut -d' ' -f3) (about 20 minutes the first time)"
-	env -C "$KYVERNO_MOD_DIR" CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" \
-		go build -trimpath -ldflags "-s -w" -o "$out/kyverno" github.com/kyverno/kyverno/cmd/kyverno
-	rm -f "$KYVERNO_DIR/.stamp"
-	rm -rf "${KYVERNO_DIR:?}/bin"
-	mv "$out" "$KYVERNO_DIR/bin"
-	build_stamp >"$KYVERNO_DIR/.stamp"
-	trap - EXIT
-	log "built in $((SECONDS - start))s: $KYVERNO_BIN"
+	log "building Kyverno $KYVERNO_VERSION with $(go_version) (about 20 minutes the first time)"
+	go_build "$KYVERNO_MOD_DIR" -ldflags "-s -w" -o "$1/kyverno" github.com/kyverno/kyverno/cmd/kyverno
 }
 
 main() {
-	mkdir -p "$EVAL_ADMISSION_CACHE"
-	exec 9>"$EVAL_ADMISSION_CACHE/.build-kyverno.lock"
-	flock -w 3600 9 || die "another build-kyverno.sh holds $EVAL_ADMISSION_CACHE/.build-kyverno.lock"
-	mkdir -p "$KYVERNO_DIR"
-	if up_to_date; then
-		log "kyverno up to date in $KYVERNO_DIR"
-	else
-		build
-	fi
+	hold_lock "$EVAL_ADMISSION_CACHE/.build-kyverno.lock"
+	# The stamp (go.mod and go.sum) sits beside bin/, not in it.
+	build_cached kyverno "$KYVERNO_DIR/bin" "$KYVERNO_DIR/.stamp" "$(module_stamp "$KYVERNO_MOD_DIR")" build kyverno
 	printf 'bin=%s\n' "$KYVERNO_BIN"
 }
 

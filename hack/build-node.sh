@@ -23,8 +23,7 @@ NODE_BIN_DIR=$NODE_DIR/bin
 K8S_NODE_BINARIES=(kubelet kube-controller-manager kube-scheduler kube-proxy)
 CONTAINERD_BINARIES=(containerd containerd-shim-runc-v2 ctr)
 CONTAINERD_MODULE=github.com/containerd/containerd/v2
-CONTAINERD_VERSION=$(awk -v m="$CONTAINERD_MODULE" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$NODE_MOD_DIR/go.mod")
-[[ -n $CONTAINERD_VERSION ]] || die "cannot read the $CONTAINERD_MODULE version from $NODE_MOD_DIR/go.mod"
+CONTAINERD_VERSION=$(require_version "$NODE_MOD_DIR/go.mod" "$CONTAINERD_MODULE")
 # Snapshotters that need cgo or host tools a test node does not have.
 CONTAINERD_TAGS=no_btrfs,no_devmapper,no_zfs
 
@@ -38,37 +37,18 @@ CNI_PLUGINS=(bridge host-local loopback portmap)
 # What each group was built from: a change (e.g. a bumped dependency in a
 # go.sum) rebuilds that group only. The stamps live inside the bin dir so
 # they are replaced together with the binaries.
-k8s_stamp() {
-	cat "$TOOLS_DIR/go.mod" "$TOOLS_DIR/go.sum" | sha256sum | cut -d' ' -f1
-}
-containerd_stamp() {
-	{ cat "$NODE_MOD_DIR/go.mod" "$NODE_MOD_DIR/go.sum"; echo "tags=$CONTAINERD_TAGS"; } |
-		sha256sum | cut -d' ' -f1
-}
-
-# group_ok NAME BINARY...: the binaries are there and built from the current
-# sources (.stamp-NAME matches NAME_stamp).
-group_ok() {
-	local name=$1 b
-	shift
-	for b in "$@"; do
-		[[ -x $NODE_BIN_DIR/$b ]] || return 1
-	done
-	[[ -f $NODE_BIN_DIR/.stamp-$name && $(<"$NODE_BIN_DIR/.stamp-$name") == "$("${name}_stamp")" ]]
-}
+k8s_stamp() { module_stamp "$TOOLS_DIR"; }
+containerd_stamp() { stamp_of "$NODE_MOD_DIR/go.mod" "$NODE_MOD_DIR/go.sum" <(echo "tags=$CONTAINERD_TAGS"); }
 
 # build_k8s OUT: the node components, one `go build` each so each is timed;
 # they share the Go build cache, so the later ones only compile what the
 # earlier ones did not.
 build_k8s() {
 	local out=$1 start=$SECONDS t cmd
-	log "building ${K8S_NODE_BINARIES[*]} $K8S_VERSION with $(go version | cut -d' ' -f3) (slow the first time)"
+	log "building ${K8S_NODE_BINARIES[*]} $K8S_VERSION with $(go_version) (slow the first time)"
 	for cmd in "${K8S_NODE_BINARIES[@]}"; do
 		t=$SECONDS
-		# Static like upstream's; -trimpath keeps the cache relocatable;
-		# -mod=readonly fails instead of silently changing go.mod/go.sum.
-		env -C "$TOOLS_DIR" CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" \
-			go build -trimpath -ldflags "$(k8s_ldflags)" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd"
+		go_build "$TOOLS_DIR" -ldflags "$(k8s_ldflags)" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd"
 		log "$cmd built in $((SECONDS - t))s"
 	done
 	k8s_stamp >"$out/.stamp-k8s"
@@ -82,9 +62,8 @@ build_containerd() {
 	for b in "${CONTAINERD_BINARIES[@]}"; do
 		pkgs+=("$CONTAINERD_MODULE/cmd/$b")
 	done
-	log "building containerd $CONTAINERD_VERSION (${CONTAINERD_BINARIES[*]}) with $(go version | cut -d' ' -f3)"
-	env -C "$NODE_MOD_DIR" CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" \
-		go build -trimpath -tags "$CONTAINERD_TAGS" \
+	log "building containerd $CONTAINERD_VERSION (${CONTAINERD_BINARIES[*]}) with $(go_version)"
+	go_build "$NODE_MOD_DIR" -tags "$CONTAINERD_TAGS" \
 		-ldflags "-s -w -X $pkg.Version=$CONTAINERD_VERSION -X $pkg.Revision=module-$CONTAINERD_VERSION" \
 		-o "$out/" "${pkgs[@]}"
 	containerd_stamp >"$out/.stamp-containerd"
@@ -93,28 +72,25 @@ build_containerd() {
 
 # Rebuild the stale groups into a copy of the bin dir, then swap it in.
 build_binaries() {
-	local k8s_ok=$1 containerd_ok=$2 out=$NODE_DIR/bin.tmp.$$ start=$SECONDS b
+	local k8s_ok=$1 containerd_ok=$2 start=$SECONDS b
 	use_go
-	rm -rf "$out"; mkdir -p "$out"
-	trap 'rm -rf "$out"' EXIT
+	new_tmp_dir "$NODE_BIN_DIR"
 	# Keep the up-to-date group (hard links: cheap, and the originals stay
 	# untouched because the stale group's files are removed before building).
 	if [[ -d $NODE_BIN_DIR ]]; then
-		cp -al "$NODE_BIN_DIR/." "$out/"
+		cp -al "$NODE_BIN_DIR/." "$TMP_DIR/"
 	fi
 	if ! $k8s_ok; then
-		for b in "${K8S_NODE_BINARIES[@]}"; do rm -f "${out:?}/$b"; done
-		rm -f "$out/.stamp-k8s"
-		build_k8s "$out"
+		for b in "${K8S_NODE_BINARIES[@]}"; do rm -f "${TMP_DIR:?}/$b"; done
+		rm -f "$TMP_DIR/.stamp-k8s"
+		build_k8s "$TMP_DIR"
 	fi
 	if ! $containerd_ok; then
-		for b in "${CONTAINERD_BINARIES[@]}"; do rm -f "${out:?}/$b"; done
-		rm -f "$out/.stamp-containerd"
-		build_containerd "$out"
+		for b in "${CONTAINERD_BINARIES[@]}"; do rm -f "${TMP_DIR:?}/$b"; done
+		rm -f "$TMP_DIR/.stamp-containerd"
+		build_containerd "$TMP_DIR"
 	fi
-	rm -rf "$NODE_BIN_DIR"
-	mv "$out" "$NODE_BIN_DIR"
-	trap - EXIT
+	replace_with_tmp_dir "$NODE_BIN_DIR"
 	log "built in $((SECONDS - start))s: $NODE_BIN_DIR"
 }
 
@@ -197,10 +173,8 @@ pkg_bin() {
 }
 
 main() {
-	mkdir -p "$NODE_DIR"
-	# Serialize concurrent callers; a separate lock from the other builders'.
-	exec 9>"$EVAL_ADMISSION_CACHE/.build-node.lock"
-	flock -w 3600 9 || die "another build-node.sh holds $EVAL_ADMISSION_CACHE/.build-node.lock"
+	# A separate lock from the other builders'.
+	hold_lock "$EVAL_ADMISSION_CACHE/.build-node.lock"
 
 	ensure_packages
 	local runc busybox p k8s_ok=true containerd_ok=true
@@ -210,8 +184,9 @@ main() {
 		[[ -x $CNI_BIN_DIR/$p ]] || die "CNI plugin $CNI_BIN_DIR/$p missing (containernetworking-plugins)"
 	done
 
-	group_ok k8s "${K8S_NODE_BINARIES[@]}" || k8s_ok=false
-	group_ok containerd "${CONTAINERD_BINARIES[@]}" || containerd_ok=false
+	is_current "$NODE_BIN_DIR/.stamp-k8s" "$(k8s_stamp)" "$NODE_BIN_DIR" "${K8S_NODE_BINARIES[@]}" || k8s_ok=false
+	is_current "$NODE_BIN_DIR/.stamp-containerd" "$(containerd_stamp)" "$NODE_BIN_DIR" "${CONTAINERD_BINARIES[@]}" ||
+		containerd_ok=false
 	if $k8s_ok && $containerd_ok; then
 		log "binaries up to date in $NODE_BIN_DIR"
 	else

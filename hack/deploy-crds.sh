@@ -3,6 +3,7 @@
 # overlay's Issuer and Certificate) and the Prometheus Operator's (ServiceMonitor,
 # PrometheusRule), copied from their Go modules into the cache. Prints the folder.
 set -euo pipefail
+# shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 CERT_MANAGER_VERSION=v1.21.2
@@ -11,9 +12,11 @@ out=$EVAL_ADMISSION_CACHE/crds/deploy-cert-manager-$CERT_MANAGER_VERSION-prometh
 
 if [[ ! -f $out/done ]]; then
 	use_go
-	module_dir() { (cd "$TOOLS_DIR" && go mod download -json "$1" | awk -F'"' '/"Dir"/ {print $4}'); }
-	cert_manager=$(module_dir "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION")
-	prometheus=$(module_dir "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION")
+	# download_dir MODULE@VERSION (not lib.sh's module_dir: tests/tools/go.mod
+	# requires neither module).
+	download_dir() { (cd "$TOOLS_DIR" && go mod download -json "$1" | awk -F'"' '/"Dir"/ {print $4}'); }
+	cert_manager=$(download_dir "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION")
+	prometheus=$(download_dir "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION")
 	rm -rf "$out"; mkdir -p "$out"
 	cp "$cert_manager"/deploy/crds/cert-manager.io_*.yaml "$out/"
 	cp "$prometheus"/example/prometheus-operator-crd/monitoring.coreos.com_{servicemonitors,prometheusrules}.yaml "$out/"
