@@ -53,15 +53,14 @@ mod kyverno;
 mod machine;
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
-use control_plane::{Environment, free_port};
+use control_plane::Environment;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::admissionregistration::v1beta1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding};
 use k8s_openapi::api::batch::v1::Job;
@@ -954,62 +953,32 @@ fn proc_status_kib(pid: u32, field: &str) -> Result<f64> {
         .ok_or_else(|| anyhow!("no {field} in /proc/{pid}/status"))
 }
 
-/// A server started for part B: killed (and reaped) on drop.
-struct Server(Child);
+/// Clears [`CHILD_PID`] when part B's server goes.
+struct Forget;
 
-impl Drop for Server {
+impl Drop for Forget {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
         CHILD_PID.store(0, Ordering::SeqCst);
     }
 }
 
 async fn start_once(settings: &Settings, cluster: &Cluster, run: usize) -> Result<Value> {
-    let (port, admin_port) = (free_port()?, free_port()?);
     let log_path = settings.out.join(format!("apiserver-scale-start-{run}.log"));
-    let log = File::create(&log_path)?;
+    let _ = std::fs::remove_file(&log_path);
     let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build()?;
-    let readyz = format!("http://127.0.0.1:{admin_port}/readyz");
-
-    let started = Instant::now();
-    let child = Command::new(BIN)
-        .arg("serve")
-        .args(["--listen", &format!("127.0.0.1:{port}"), "--admin-listen", &format!("127.0.0.1:{admin_port}")])
-        .arg("--tls-cert")
-        .arg(&cluster.webhook.cert)
-        .arg("--tls-key")
-        .arg(&cluster.webhook.key)
+    let launch = testkit::Serve::new(BIN, &cluster.webhook.cert, &cluster.webhook.key)
         .arg("--config")
         .arg(Path::new(REPO).join("manifests/base/config.yaml"))
-        .args(["--shutdown-delay", "0s", "--log-format", "json"])
+        .args(["--shutdown-delay", "0s"])
         .env("KUBECONFIG", &cluster.plane.kubeconfig)
         .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .context("starting eval-admission")?;
-    let pid = child.id();
+        .log(&log_path)
+        .ready(testkit::Ready::Readyz, Duration::from_secs(300), Duration::from_millis(5));
+    let mut server = tokio::task::block_in_place(|| launch.start())?;
+    let (pid, admin_port) = (server.pid(), server.admin_port);
     CHILD_PID.store(pid, Ordering::SeqCst);
-    let mut server = Server(child);
-    loop {
-        if let Ok(response) = http.get(&readyz).send().await
-            && response.status().is_success()
-        {
-            break;
-        }
-        if let Some(status) = server.0.try_wait()? {
-            bail!("eval-admission exited ({status}) before ready; see {}", log_path.display());
-        }
-        ensure!(
-            started.elapsed() < Duration::from_secs(300),
-            "eval-admission not ready after 300 s; see {}",
-            log_path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let ready = started.elapsed();
+    let _forget = Forget;
+    let ready = server.ready_after;
     let rss_kib = proc_status_kib(pid, "VmRSS")?;
     let metrics = http.get(format!("http://127.0.0.1:{admin_port}/metrics")).send().await?.text().await?;
     let mut cache_objects = BTreeMap::new();
@@ -1030,11 +999,7 @@ async fn start_once(settings: &Settings, cluster: &Cluster, run: usize) -> Resul
     let rss_settled_kib = proc_status_kib(pid, "VmRSS")?;
     let peak_kib = proc_status_kib(pid, "VmHWM")?;
     // SIGTERM, as a rollout would; it exits at once with --shutdown-delay 0s.
-    let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.0.try_wait()?.is_none() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    tokio::task::block_in_place(|| server.stop());
     drop(server);
     let mib = |kib: f64| round3(kib / 1024.0);
     eprintln!(

@@ -289,13 +289,11 @@ fn main() -> Result<()> {
     let cluster = harness::repo("examples/cluster.yaml");
     let cluster = cluster.to_str().context("path")?;
     let env = [("TOKIO_WORKER_THREADS", "1")];
-    let noop = harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env);
-    SERVER_PIDS.lock().unwrap().push(noop.child.id());
-    let full =
-        harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster], &[env[0], ("RUST_LOG", "info")]);
-    SERVER_PIDS.lock().unwrap().push(full.child.id());
-    noop.wait_ready(Duration::from_secs(10));
-    full.wait_ready(Duration::from_secs(10));
+    let ready = Duration::from_secs(10);
+    let noop = harness::serve(server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env, ready);
+    SERVER_PIDS.lock().unwrap().push(noop.pid());
+    let full = harness::serve(server_cpu, &cert, &key, &["--cluster", cluster], &[env[0], ("RUST_LOG", "info")], ready);
+    SERVER_PIDS.lock().unwrap().push(full.pid());
     if pinned {
         harness::pin_self(GENERATOR_CPU);
     }
@@ -304,14 +302,14 @@ fn main() -> Result<()> {
         Target {
             name: "eval-admission-noop",
             base: format!("https://localhost:{}", noop.port),
-            pid: noop.child.id(),
+            pid: noop.pid(),
             mutate: "/mutate",
             validate: "/validate",
         },
         Target {
             name: "eval-admission",
             base: format!("https://localhost:{}", full.port),
-            pid: full.child.id(),
+            pid: full.pid(),
             mutate: "/mutate",
             validate: "/validate",
         },

@@ -9,29 +9,27 @@
 //!   wait polls a condition (a fresh CRD has no status yet, so `kubectl wait`
 //!   would error out instead of waiting).
 //! - Teardown: [`Drop`] stops what it started; and every process is started
-//!   with a parent-death signal (see [`spawn`]), so a killed or finished test
+//!   with a parent-death signal (see [`Launch::spawn`]), so a killed or finished test
 //!   run leaves nothing running even when a `static` holds the environment and
 //!   no destructor runs. Each environment lives in its own directory under
 //!   `$TMPDIR/eval-admission-test-env/`, named after the test process; the
 //!   next start removes the directories of processes that are gone and keeps
 //!   the logs of the last run until then.
 //!
-//! Self-contained (std, anyhow, rcgen, serde): the benchmarks and the
-//! `cluster` example include this file by `#[path]`.
+//! Self-contained (std, anyhow, serde and the testkit crate): the benchmarks
+//! and the `cluster` example include this file by `#[path]`.
 
 #![allow(dead_code)]
 
 use std::ffi::OsString;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, mpsc};
-use std::time::{Duration, Instant};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, ensure};
-use base64::Engine as _;
 use serde_json::{Value, json};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
@@ -66,164 +64,17 @@ impl Network {
     };
 }
 
-/// How long a process gets to exit on SIGTERM before SIGKILL.
-const GRACE: Duration = Duration::from_secs(10);
-
 pub fn repo(path: &str) -> PathBuf {
     Path::new(REPO).join(path)
 }
 
 // ------------------------------------------------------------------ processes
 
-type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
-
-/// Starts `command` with SIGKILL as its parent-death signal (`setpriv
-/// --pdeathsig`, which then execs the command, so the pid is the command's).
-///
-/// Linux sends that signal when the *thread* that forked the child ends, and a
-/// test's thread ends with the test while the environment is shared by the
-/// rest; so every child is forked by this one thread, which lives exactly as
-/// long as the process.
-fn spawn(program: &Path, args: &[OsString], env: &[(&str, OsString)], log: &Path) -> Result<Child> {
-    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (requests, received) = mpsc::channel::<SpawnRequest>();
-        std::thread::Builder::new()
-            .name("test-env-spawner".into())
-            .spawn(move || {
-                for (mut command, reply) in received {
-                    let _ = reply.send(command.spawn());
-                }
-            })
-            .expect("starts the spawner thread");
-        Mutex::new(requests)
-    });
-    let output = std::fs::File::options().create(true).append(true).open(log)?;
-    let mut command = Command::new("setpriv");
-    command
-        .args(["--pdeathsig", "KILL", "--"])
-        .arg(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(output.try_clone()?)
-        .stderr(output);
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let (reply, answer) = mpsc::channel();
-    spawner.lock().unwrap_or_else(|p| p.into_inner()).send((command, reply))?;
-    answer.recv()?.with_context(|| format!("starting {}", program.display()))
-}
-
-/// A child process and its log; stopped (TERM, then KILL) on drop.
-pub struct Process {
-    pub name: String,
-    child: Child,
-    pub log: PathBuf,
-}
-
-impl Process {
-    /// Starts `program` (see [`spawn`]), its output in `logs/NAME.log`.
-    pub fn start(name: &str, logs: &Path, program: &Path, args: &[OsString], env: &[(&str, OsString)]) -> Result<Self> {
-        let log = logs.join(format!("{name}.log"));
-        let child = spawn(program, args, env, &log)?;
-        Ok(Self { name: name.to_string(), child, log })
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Fails with the log's tail when the process has exited.
-    pub fn check_running(&mut self) -> Result<()> {
-        match self.child.try_wait()? {
-            None => Ok(()),
-            Some(status) => Err(self.died(status)),
-        }
-    }
-
-    fn died(&self, status: ExitStatus) -> anyhow::Error {
-        anyhow!("{} exited ({status}); {}:\n{}", self.name, self.log.display(), tail(&self.log, 20))
-    }
-
-    pub fn stop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-            let deadline = Instant::now() + GRACE;
-            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-pub fn tail(path: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let last: Vec<&str> = text.lines().rev().take(lines).collect();
-    last.into_iter().rev().collect::<Vec<_>>().join("\n")
-}
-
-/// Polls `check` every `every` until it yields a value, `timeout` passes, or
-/// `alive` reports that a process it depends on has died.
-pub fn poll<T>(
-    what: &str,
-    timeout: Duration,
-    every: Duration,
-    mut alive: impl FnMut() -> Result<()>,
-    mut check: impl FnMut() -> Option<T>,
-) -> Result<T> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check() {
-            return Ok(value);
-        }
-        alive().with_context(|| format!("while waiting for {what}"))?;
-        ensure!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
-        std::thread::sleep(every);
-    }
-}
-
-/// A port nothing listens on now (the kernel's pick; the tiny window before
-/// the process binds it is the only race, and no two picks here collide).
-pub fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// True when `GET http://127.0.0.1:PORT/PATH` answers 200.
-pub fn http_ok(port: u16, path: &str) -> bool {
-    let attempt = || -> std::io::Result<bool> {
-        let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-        write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
-        let mut head = [0u8; 12];
-        stream.read_exact(&mut head)?;
-        Ok(head.starts_with(b"HTTP/1.") && &head[9..12] == b"200")
-    };
-    attempt().unwrap_or(false)
-}
-
-/// The body of `GET http://127.0.0.1:PORT/PATH` when it answers 200.
-pub fn http_get(port: u16, path: &str) -> Option<String> {
-    let attempt = || -> std::io::Result<String> {
-        let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-        write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response)?;
-        Ok(response)
-    };
-    let response = attempt().ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    (head.starts_with("HTTP/1.") && head.get(9..12) == Some("200")).then(|| body.to_string())
-}
+// Each user of this file takes a different part of these.
+#[allow(unused_imports)]
+pub use testkit::process::{Launch, Process, tail};
+#[allow(unused_imports)]
+pub use testkit::{free_port, http_get, http_ok, poll};
 
 /// Runs a builder from hack/ (it skips what its cache already has) and returns
 /// the `key=value` lines it prints on stdout.
@@ -273,96 +124,7 @@ fn environment_dir() -> Result<PathBuf> {
 
 // ------------------------------------------------------------------ PKI
 
-/// The environment's certificate authority: the API server's client CA, the
-/// issuer of every serving certificate here, and the caBundle webhooks get.
-pub struct Ca {
-    certificate: rcgen::Certificate,
-    key: rcgen::KeyPair,
-    pub pem: String,
-}
-
-/// What a certificate is for.
-pub enum Usage<'a> {
-    /// A server reached by these IP addresses and DNS names.
-    Server(&'a [&'a str]),
-    /// A client the API server authenticates as `user` in `group`.
-    Client { user: &'a str, group: &'a str },
-}
-
-impl Ca {
-    pub fn new() -> Result<Self> {
-        let key = rcgen::KeyPair::generate()?;
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params.distinguished_name.push(rcgen::DnType::CommonName, "eval-admission-test-ca");
-        params.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::CrlSign,
-            rcgen::KeyUsagePurpose::DigitalSignature,
-        ];
-        let certificate = params.self_signed(&key)?;
-        let pem = certificate.pem();
-        Ok(Self { certificate, key, pem })
-    }
-
-    /// The CA as a webhook's or kubeconfig's base64 `caBundle`.
-    pub fn bundle(&self) -> String {
-        base64::engine::general_purpose::STANDARD.encode(&self.pem)
-    }
-
-    /// A new key and a certificate for it, as PEM (certificate, key).
-    pub fn issue(&self, common_name: &str, usage: Usage) -> Result<(String, String)> {
-        let key = rcgen::KeyPair::generate()?;
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name.push(rcgen::DnType::CommonName, common_name);
-        params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature, rcgen::KeyUsagePurpose::KeyEncipherment];
-        match usage {
-            Usage::Server(names) => {
-                params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-                for name in names {
-                    params.subject_alt_names.push(match name.parse() {
-                        Ok(ip) => rcgen::SanType::IpAddress(ip),
-                        Err(_) => rcgen::SanType::DnsName((*name).try_into()?),
-                    });
-                }
-            }
-            Usage::Client { user, group } => {
-                params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-                // The API server reads the user from CN and groups from O.
-                params.distinguished_name.push(rcgen::DnType::CommonName, user);
-                params.distinguished_name.push(rcgen::DnType::OrganizationName, group);
-            }
-        }
-        let certificate = params.signed_by(&key, &self.certificate, &self.key)?;
-        Ok((certificate.pem(), key.serialize_pem()))
-    }
-
-    /// [`Ca::issue`], written to DIR/NAME.crt and DIR/NAME.key.
-    pub fn issue_files(&self, dir: &Path, name: &str, usage: Usage) -> Result<(PathBuf, PathBuf)> {
-        let (cert_pem, key_pem) = self.issue(name, usage)?;
-        std::fs::create_dir_all(dir)?;
-        let (cert, key) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
-        std::fs::write(&cert, cert_pem)?;
-        std::fs::write(&key, key_pem)?;
-        Ok((cert, key))
-    }
-
-    /// A kubeconfig for `user` (in `group`) at `server`.
-    pub fn kubeconfig(&self, path: &Path, server: &str, user: &str, group: &str) -> Result<()> {
-        let (cert, key) = self.issue(user, Usage::Client { user, group })?;
-        let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
-        let config = json!({
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "eval-admission", "cluster": {"server": server, "certificate-authority-data": self.bundle()}}],
-            "users": [{"name": user, "user": {"client-certificate-data": b64(&cert), "client-key-data": b64(&key)}}],
-            "contexts": [{"name": user, "context": {"cluster": "eval-admission", "user": user}}],
-            "current-context": user,
-        });
-        std::fs::write(path, serde_json::to_string_pretty(&config)?)?;
-        Ok(())
-    }
-}
+pub use testkit::pki::{Ca, Usage};
 
 // ------------------------------------------------------------------ kubectl
 
@@ -539,13 +301,9 @@ impl ControlPlane {
         .map(OsString::from)
         .into();
         let mut etcd = Process::start("etcd", &logs, &bin.join("etcd"), &etcd_args, &[])?;
-        poll(
-            "etcd to listen",
-            Duration::from_secs(60),
-            Duration::from_millis(100),
-            || etcd.check_running(),
-            || TcpStream::connect(("127.0.0.1", etcd_port)).ok(),
-        )?;
+        etcd.wait_until("etcd to listen", Duration::from_secs(60), Duration::from_millis(100), || {
+            testkit::poll::listening(etcd_port).then_some(())
+        })?;
 
         let pki_file = |name: &str| pki.join(name).display().to_string();
         let mut apiserver_args: Vec<OsString> = [
@@ -679,7 +437,7 @@ pub struct EvalAdmission {
     pub cert: PathBuf,
     pub key: PathBuf,
     logs: PathBuf,
-    process: Mutex<Option<Process>>,
+    process: Mutex<Option<testkit::Served>>,
     /// Whether the server offers HTTP/2 (`--http2`, by its environment variable).
     http2: std::sync::atomic::AtomicBool,
 }
@@ -717,38 +475,18 @@ impl EvalAdmission {
             }
             current.clone()
         };
-        let args: Vec<OsString> = [
-            "serve".into(),
-            "--listen".into(),
-            format!("127.0.0.1:{}", self.port).into(),
-            "--admin-listen".into(),
-            format!("127.0.0.1:{}", self.admin_port).into(),
-            "--tls-cert".into(),
-            self.cert.clone().into(),
-            "--tls-key".into(),
-            self.key.clone().into(),
-            "--config".into(),
-            config.into(),
-            "--shutdown-delay".into(),
-            "0s".into(),
-            "--log-format".into(),
-            "json".into(),
-        ]
-        .into();
-        let env = [
-            ("KUBECONFIG", self.kubectl.kubeconfig.clone().into()),
-            ("RUST_LOG", std::env::var_os("RUST_LOG").unwrap_or_else(|| "info".into())),
-            ("EVAL_ADMISSION_HTTP2", self.http2.load(std::sync::atomic::Ordering::Relaxed).to_string().into()),
-        ];
-        let mut process = Process::start("eval-admission", &self.logs, &self.bin, &args, &env)?;
-        poll(
-            "eval-admission /readyz",
-            Duration::from_secs(60),
-            Duration::from_millis(100),
-            || process.check_running(),
-            || http_ok(self.admin_port, "/readyz").then_some(()),
-        )?;
-        *self.process.lock().unwrap_or_else(|p| p.into_inner()) = Some(process);
+        let server = testkit::Serve::new(&self.bin, &self.cert, &self.key)
+            .ports(self.port, self.admin_port)
+            .arg("--config")
+            .arg(config)
+            .args(["--shutdown-delay", "0s"])
+            .env("KUBECONFIG", &self.kubectl.kubeconfig)
+            .env("RUST_LOG", std::env::var_os("RUST_LOG").unwrap_or_else(|| "info".into()))
+            .env("EVAL_ADMISSION_HTTP2", self.http2.load(std::sync::atomic::Ordering::Relaxed).to_string())
+            .log(self.log())
+            .ready(testkit::Ready::Readyz, Duration::from_secs(60), Duration::from_millis(100))
+            .start()?;
+        *self.process.lock().unwrap_or_else(|p| p.into_inner()) = Some(server);
         self.register()
     }
 
@@ -763,13 +501,13 @@ impl EvalAdmission {
 
     /// Stops the server (its registration stays: evaluations then fail closed).
     pub fn down(&self) {
-        if let Some(mut process) = self.process.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            process.stop();
+        if let Some(mut server) = self.process.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            server.stop();
         }
     }
 
     pub fn pid(&self) -> Option<u32> {
-        self.process.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(Process::pid)
+        self.process.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(testkit::Served::pid)
     }
 
     /// The server's log (JSON lines), across restarts.
@@ -945,13 +683,7 @@ impl Kueue {
         let unshare = PathBuf::from("unshare");
         let mut process =
             Process::start("kueue", &plane.logs(), &unshare, &args, &[("KUBECONFIG", kubeconfig.into_os_string())])?;
-        poll(
-            "Kueue /readyz",
-            Duration::from_secs(180),
-            Duration::from_millis(500),
-            || process.check_running(),
-            || http_ok(health_port, "/readyz").then_some(()),
-        )?;
+        process.wait_http_ok(health_port, "/readyz", Duration::from_secs(180), Duration::from_millis(500))?;
         let kueue = Self {
             kubectl: plane.kubectl.clone(),
             ca_bundle: plane.ca.bundle(),
