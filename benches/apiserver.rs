@@ -70,6 +70,7 @@ use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind,
 use machine::{loadavg, machine};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use testkit::JobBuilder;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
@@ -299,12 +300,8 @@ async fn create_platform(client: &kube::Client) -> Result<BTreeMap<&'static str,
 
 /// The EvalHub Job of examples/evalhub-job.yaml, with generateName in `namespace`.
 fn evalhub_job(namespace: &str) -> Result<Job> {
-    let text = std::fs::read_to_string(Path::new(REPO).join("examples/evalhub-job.yaml"))?;
-    let mut job: Job = serde_yaml::from_str(&text)?;
-    job.metadata.name = None;
-    job.metadata.generate_name = Some("evalhub-bench-".into());
-    job.metadata.namespace = Some(namespace.into());
-    Ok(job)
+    let job = JobBuilder::evalhub_example().generate_name("evalhub-bench-").namespace(namespace).build();
+    Ok(serde_json::from_value(job)?)
 }
 
 /// Queued: the label our namespace annotation names and spec.suspend true.

@@ -28,12 +28,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::control_plane::{Environment, KUEUE_USER, condition_true, poll};
+use common::control_plane::{Environment, KUEUE_USER, condition_true};
 use common::kueue_objects::{
     self, deactivate_workload, flavor, local_queue, namespace, unique, workload_priority_class as priority_class,
 };
 use common::{BIN, repo};
 use serde_json::{Value, json};
+use testkit::{JobBuilder, wait_for};
 
 const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
@@ -102,11 +103,6 @@ fn condition(object: &Value, kind: &str) -> Option<(String, String)> {
     })
 }
 
-/// Polls `check` every 200 ms until it returns Some, or panics after `timeout`.
-fn wait_for<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) -> T {
-    poll(what, timeout, Duration::from_millis(200), || Ok(()), check).unwrap_or_else(|error| panic!("{error:#}"))
-}
-
 // ---------------------------------------------------------------- objects
 
 /// A ClusterQueue open to every namespace, with `quota` (resource, nominal,
@@ -159,20 +155,14 @@ fn cohort(name: &str, parent: Option<&str>) -> Value {
 /// suspend) in `namespace`, asking for `cpu` only: its adapter container keeps
 /// a cpu request, the results sidecar goes, so the quotas here stay small.
 fn evaluation(namespace: &str, name: &str, cpu: &str, labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> Value {
-    let mut job: Value =
-        serde_yaml::from_str(&std::fs::read_to_string(repo("examples/evalhub-job.yaml")).unwrap()).unwrap();
-    job["metadata"]["namespace"] = namespace.into();
-    job["metadata"]["name"] = name.into();
-    for (key, value) in labels {
-        job["metadata"]["labels"][*key] = (*value).into();
-    }
-    for (key, value) in annotations {
-        job["metadata"]["annotations"][*key] = (*value).into();
-    }
-    let containers = job["spec"]["template"]["spec"]["containers"].as_array_mut().unwrap();
-    containers.truncate(1);
-    containers[0]["resources"] = json!({"requests": {"cpu": cpu}});
-    job
+    JobBuilder::evalhub_example()
+        .namespace(namespace)
+        .name(name)
+        .labels(labels)
+        .annotations(annotations)
+        .single_container()
+        .requests(&[("cpu", cpu)])
+        .build()
 }
 
 fn without_annotations(object: &Value) -> Value {

@@ -211,6 +211,12 @@ impl JobBuilder {
         labels.iter().fold(self, |job, (key, value)| job.label(key, value))
     }
 
+    /// No labels at all (`labels: {}`).
+    pub fn clear_labels(mut self) -> Self {
+        self.job["metadata"]["labels"] = json!({});
+        self
+    }
+
     pub fn without_label(mut self, key: &str) -> Self {
         remove_key(&mut self.job, &["metadata", "labels"], key);
         self
@@ -368,8 +374,29 @@ impl JobSetBuilder {
         Self { jobset }.managed_fields()
     }
 
+    /// The shipped AIPerf example (examples/aiperf-jobset.yaml).
+    pub fn aiperf_example() -> Self {
+        Self::manifest(&crate::repo("examples/aiperf-jobset.yaml"))
+    }
+
+    /// A JobSet from a manifest, JSON or YAML.
+    pub fn manifest(path: &std::path::Path) -> Self {
+        Self::from_value(JobBuilder::manifest(path).build())
+    }
+
     pub fn from_value(jobset: Value) -> Self {
         Self { jobset }
+    }
+
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.jobset["metadata"]["namespace"] = json!(namespace);
+        self
+    }
+
+    /// No labels at all (`labels: {}`).
+    pub fn clear_labels(mut self) -> Self {
+        self.jobset["metadata"]["labels"] = json!({});
+        self
     }
 
     pub fn name(mut self, name: &str) -> Self {
