@@ -115,6 +115,14 @@ pub struct JobBuilder {
 }
 
 impl JobBuilder {
+    /// `set` applied when `value` is Some: `.maybe(queue, JobBuilder::queue)`.
+    pub fn maybe<T>(self, value: Option<T>, set: impl FnOnce(Self, T) -> Self) -> Self {
+        match value {
+            Some(value) => set(self, value),
+            None => self,
+        }
+    }
+
     /// A bare Job: one container `main` (busybox), `restartPolicy: Never`.
     pub fn new(namespace: &str, name: &str) -> Self {
         Self {
@@ -217,6 +225,12 @@ impl JobBuilder {
         self
     }
 
+    /// The labels as a JSON object (e.g. [`evalhub_labels`]), replacing any.
+    pub fn label_object(mut self, labels: Value) -> Self {
+        self.job["metadata"]["labels"] = labels;
+        self
+    }
+
     pub fn without_label(mut self, key: &str) -> Self {
         remove_key(&mut self.job, &["metadata", "labels"], key);
         self
@@ -255,6 +269,12 @@ impl JobBuilder {
     /// The pod template's labels: the Job's own (as EvalHub sets them).
     pub fn pod_labels_from_job(mut self) -> Self {
         self.job["spec"]["template"]["metadata"] = json!({"labels": self.job["metadata"]["labels"].clone()});
+        self
+    }
+
+    /// The pod template's spec, replaced (see [`pod_spec`]).
+    pub fn pod(mut self, spec: Value) -> Self {
+        self.job["spec"]["template"]["spec"] = spec;
         self
     }
 
@@ -329,6 +349,14 @@ pub struct JobSetBuilder {
 }
 
 impl JobSetBuilder {
+    /// `set` applied when `value` is Some: `.maybe(queue, JobSetBuilder::queue)`.
+    pub fn maybe<T>(self, value: Option<T>, set: impl FnOnce(Self, T) -> Self) -> Self {
+        match value {
+            Some(value) => set(self, value),
+            None => self,
+        }
+    }
+
     /// A bare JobSet with no replicated jobs yet.
     pub fn new(namespace: &str, name: &str) -> Self {
         Self {
