@@ -31,7 +31,7 @@
 //!    (no --cluster: it lists and watches) is started three times, measuring
 //!    spawn to `/readyz` 200 and VmRSS once ready.
 //!
-//! It starts its own control plane (tests/common/control_plane.rs, with the
+//! It starts its own control plane (tests/common/control_plane/, with the
 //! MutatingAdmissionPolicy feature gate and API version), which goes with it
 //! however it ends. Results: `$BENCH_OUT/apiserver.json` (BENCH_OUT defaults to
 //! bench-out/). Full run: 8 in flight, 50 warm-up + 1,000 measured creates per
@@ -47,7 +47,7 @@
 //! `cpu_ms_per_create` shows where it goes. APISERVER_BENCH_CONCURRENCY=1 gives
 //! the unloaded latency.
 
-#[path = "../tests/common/control_plane.rs"]
+#[path = "../tests/common/control_plane/mod.rs"]
 mod control_plane;
 mod kyverno;
 mod machine;
@@ -1075,7 +1075,7 @@ async fn run(settings: &Settings, cluster: &Cluster, report: &Mutex<Value>) -> R
         "extra_apiserver_flags": APISERVER_FLAGS.join(" "),
         "mutating_admission_policy_api": format!("{MAP_GROUP}/{MAP_VERSION}"),
         "admissionregistration_versions_served": served,
-        "webhook_server": "release build of this tree (tests/common/control_plane.rs EvalAdmission), manifests/base/config.yaml",
+        "webhook_server": "release build of this tree (tests/common/control_plane/eval_admission.rs), manifests/base/config.yaml",
     });
 
     eprintln!(

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../tests/common/control_plane.rs"]
+#[path = "../tests/common/control_plane/mod.rs"]
 pub mod control_plane;
 
 use std::path::{Path, PathBuf};

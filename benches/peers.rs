@@ -6,7 +6,7 @@
 //! Servers, each pinned to CPU 0 (the generator, kube-apiserver and etcd on CPU 1):
 //! - `eval-admission-noop`: `serve --noop`, the floor (TLS, HTTP, read the body, allow);
 //! - `eval-admission`: the full server on examples/cluster.yaml, one tokio worker;
-//! - `kueue`: the real Kueue controller manager (tests/common/control_plane.rs
+//! - `kueue`: the real Kueue controller manager (tests/common/control_plane/
 //!   `Kueue::start`, on a real kube-apiserver and etcd), started with
 //!   GOMAXPROCS=1 (inherited from this process's environment: `Kueue::start`
 //!   passes only KUBECONFIG itself) and pinned with `taskset -a -cp 0`.

@@ -1,7 +1,7 @@
 //! End to end through the real kube-apiserver, as users meet eval-admission:
 //! `kubectl create`, `kubectl apply`, `kubectl --as=alice`.
 //!
-//! The first test to run starts the test environment (tests/common/control_plane.rs:
+//! The first test to run starts the test environment (tests/common/control_plane/:
 //! etcd and kube-apiserver built from their Go modules, the Kueue and JobSet
 //! CRDs, this tree's eval-admission registered with the shipped webhook
 //! configurations); it goes when the test binary exits. `cargo test --test e2e`

@@ -5,7 +5,7 @@
 //! `GET /api/v1/evaluations/jobs/<id>` (state and message), next to what
 //! eval-admission and the real Kueue (v0.19.2) did with the Job.
 //!
-//! The first test starts the shared environment (tests/common/control_plane.rs:
+//! The first test starts the shared environment (tests/common/control_plane/:
 //! the API server, eval-admission with tests/kueue/eval-admission-config.yaml,
 //! Kueue) and EvalHub in front of it; everything goes when the test binary exits.
 //! Names are unique per test, so the tests share the cluster; run with

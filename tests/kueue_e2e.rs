@@ -4,7 +4,7 @@
 //! eval-admission lets through, and whether eval-admission's preemption model
 //! (src/rules/priority.rs) matches Kueue's real preemption.
 //!
-//! The first test starts the test environment (tests/common/control_plane.rs):
+//! The first test starts the test environment (tests/common/control_plane/):
 //! a fresh control plane, eval-admission configured by
 //! tests/kueue/eval-admission-config.yaml (Kueue's identity here is the client
 //! certificate user `kueue-e2e-controller`), and Kueue with its own webhook
