@@ -1,6 +1,6 @@
-//! Part A: end-to-end latency of Job creates, phase by phase (none, eval-
-//! admission, eval-admission over HTTP/2, mutating-admission-policy, kyverno),
-//! alternated round by round.
+//! Part A: end-to-end latency of Job creates, phase by phase (none,
+//! eval-admission, eval-admission over HTTP/2, mutating-admission-policy,
+//! kyverno), alternated round by round.
 
 use super::*;
 
