@@ -53,21 +53,10 @@ pub fn cpus() -> usize {
 /// `eval-admission serve` pinned to `cpu`, killed on drop.
 pub type Server = testkit::Served;
 
-/// Starts `eval-admission serve` (pinned to `cpu`) and waits until /readyz
-/// answers 200, polled every 5 ms (`ready_after`: spawn to ready).
+/// Starts `binary serve` (pinned to `cpu`): [`BIN`], or another build of
+/// eval-admission for an A/B of a change. Waits until /readyz answers 200,
+/// polled every 5 ms (`ready_after`: spawn to ready).
 pub fn serve(
-    cpu: Option<usize>,
-    cert: &Path,
-    key: &Path,
-    args: &[&str],
-    env: &[(&str, &str)],
-    ready: Duration,
-) -> Server {
-    serve_binary(BIN, cpu, cert, key, args, env, ready)
-}
-
-/// The same, from another build of eval-admission (an A/B of a change).
-pub fn serve_binary(
     binary: &str,
     cpu: Option<usize>,
     cert: &Path,
@@ -80,7 +69,7 @@ pub fn serve_binary(
         .args(["--shutdown-delay", "0s"])
         .args(args)
         .envs(env)
-        .cpu(cpu)
+        .with(|launch| launch.cpu(cpu))
         .ready(testkit::Ready::Readyz, ready, Duration::from_millis(5))
         .start()
         .unwrap_or_else(|error| panic!("eval-admission not ready: {error:#}"))

@@ -55,13 +55,13 @@ fn main() {
     // One worker thread: the server has one core; tokio would otherwise size its pool to the machine.
     let env = [("TOKIO_WORKER_THREADS", "1")];
     let noop = match std::env::var("BENCH_BASELINE") {
-        Ok(baseline) => harness::serve_binary(&baseline, server_cpu, &cert, &key, &["--cluster", cluster], &env, READY),
-        Err(_) => harness::serve(server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env, READY),
+        Ok(baseline) => harness::serve(&baseline, server_cpu, &cert, &key, &["--cluster", cluster], &env, READY),
+        Err(_) => harness::serve(harness::BIN, server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env, READY),
     };
     // BENCH_FULL_RUST_LOG=warn: the full server without its per-review log line, to see what that line costs.
     let full_log = std::env::var("BENCH_FULL_RUST_LOG").unwrap_or_else(|_| "info".into());
     let full_env = [env[0], ("RUST_LOG", full_log.as_str())];
-    let full = harness::serve(server_cpu, &cert, &key, &["--cluster", cluster], &full_env, READY);
+    let full = harness::serve(harness::BIN, server_cpu, &cert, &key, &["--cluster", cluster], &full_env, READY);
     if pinned {
         harness::pin_self(1);
     }

@@ -290,9 +290,17 @@ fn main() -> Result<()> {
     let cluster = cluster.to_str().context("path")?;
     let env = [("TOKIO_WORKER_THREADS", "1")];
     let ready = Duration::from_secs(10);
-    let noop = harness::serve(server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env, ready);
+    let noop = harness::serve(harness::BIN, server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env, ready);
     SERVER_PIDS.lock().unwrap().push(noop.pid());
-    let full = harness::serve(server_cpu, &cert, &key, &["--cluster", cluster], &[env[0], ("RUST_LOG", "info")], ready);
+    let full = harness::serve(
+        harness::BIN,
+        server_cpu,
+        &cert,
+        &key,
+        &["--cluster", cluster],
+        &[env[0], ("RUST_LOG", "info")],
+        ready,
+    );
     SERVER_PIDS.lock().unwrap().push(full.pid());
     if pinned {
         harness::pin_self(GENERATOR_CPU);

@@ -84,7 +84,7 @@ fn main() {
     let (mut ready, mut rss_ready, mut rss_after) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         let args = ["--cluster", state.to_str().unwrap()];
-        let server = harness::serve(None, &cert, &key, &args, &[], Duration::from_secs(60));
+        let server = harness::serve(harness::BIN, None, &cert, &key, &args, &[], Duration::from_secs(60));
         ready.push(server.ready_after.as_secs_f64());
         rss_ready.push(harness::rss_bytes(&server) as f64 / (1024.0 * 1024.0));
         let url = format!("https://localhost:{}/mutate", server.port);

@@ -2,7 +2,7 @@
 //! and bench. The caller passes the binary's path (this crate does not depend
 //! on eval-admission), a certificate and key, and any further flags.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -23,18 +23,11 @@ pub enum Ready {
     Listening,
 }
 
-/// What to start: `BIN serve --listen 127.0.0.1:PORT --admin-listen
-/// 127.0.0.1:ADMIN --tls-cert CERT --tls-key KEY --log-format json` and the
-/// caller's flags, KUBECONFIG removed from its environment unless set here.
+/// What to start: `BIN serve --tls-cert CERT --tls-key KEY --log-format json`,
+/// the caller's flags, then `--listen 127.0.0.1:PORT --admin-listen
+/// 127.0.0.1:ADMIN`; KUBECONFIG removed from its environment unless set here.
 pub struct Serve {
-    bin: PathBuf,
-    cert: PathBuf,
-    key: PathBuf,
-    args: Vec<OsString>,
-    env: Vec<(OsString, OsString)>,
-    log: Option<PathBuf>,
-    cpu: Option<usize>,
-    descriptors: Option<u64>,
+    launch: Launch,
     ports: Option<(u16, u16)>,
     ready: Ready,
     timeout: Duration,
@@ -43,15 +36,16 @@ pub struct Serve {
 
 impl Serve {
     pub fn new(bin: impl AsRef<Path>, cert: impl AsRef<Path>, key: impl AsRef<Path>) -> Self {
+        let launch = Launch::new(bin.as_ref())
+            .arg("serve")
+            .arg("--tls-cert")
+            .arg(cert.as_ref())
+            .arg("--tls-key")
+            .arg(key.as_ref())
+            .args(["--log-format", "json"])
+            .env_remove("KUBECONFIG");
         Self {
-            bin: bin.as_ref().into(),
-            cert: cert.as_ref().into(),
-            key: key.as_ref().into(),
-            args: vec![],
-            env: vec![],
-            log: None,
-            cpu: None,
-            descriptors: None,
+            launch,
             ports: None,
             ready: Ready::Readyz,
             timeout: Duration::from_secs(60),
@@ -59,19 +53,22 @@ impl Serve {
         }
     }
 
-    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
-        self.args.push(arg.as_ref().into());
-        self
+    /// Changes what is launched (more flags, environment, a log, a CPU, a
+    /// descriptor limit: see [`Launch`]).
+    pub fn with(self, change: impl FnOnce(Launch) -> Launch) -> Self {
+        Self { launch: change(self.launch), ..self }
     }
 
-    pub fn args<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(mut self, args: I) -> Self {
-        self.args.extend(args.into_iter().map(|arg| arg.as_ref().into()));
-        self
+    pub fn arg(self, arg: impl AsRef<OsStr>) -> Self {
+        self.with(|launch| launch.arg(arg))
     }
 
-    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
-        self.env.push((key.as_ref().into(), value.as_ref().into()));
-        self
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(self, args: I) -> Self {
+        self.with(|launch| launch.args(args))
+    }
+
+    pub fn env(self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.with(|launch| launch.env(key, value))
     }
 
     pub fn envs<'a>(self, env: impl IntoIterator<Item = &'a (&'a str, &'a str)>) -> Self {
@@ -79,21 +76,8 @@ impl Serve {
     }
 
     /// Its output appended to this file; without one it goes nowhere.
-    pub fn log(mut self, path: impl Into<PathBuf>) -> Self {
-        self.log = Some(path.into());
-        self
-    }
-
-    /// Pinned to a CPU (`taskset -c`).
-    pub fn cpu(mut self, cpu: Option<usize>) -> Self {
-        self.cpu = cpu;
-        self
-    }
-
-    /// Its open-descriptor limit (soft and hard).
-    pub fn descriptors(mut self, limit: Option<u64>) -> Self {
-        self.descriptors = limit;
-        self
+    pub fn log(self, path: impl Into<PathBuf>) -> Self {
+        self.with(|launch| launch.log(path))
     }
 
     /// The serving and admin ports (otherwise two free ones).
@@ -116,24 +100,12 @@ impl Serve {
             Some(ports) => ports,
             None => (crate::free_port()?, crate::free_port()?),
         };
-        let mut launch = Launch::new(&self.bin)
-            .arg("serve")
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--admin-listen", &format!("127.0.0.1:{admin_port}")])
-            .arg("--tls-cert")
-            .arg(&self.cert)
-            .arg("--tls-key")
-            .arg(&self.key)
-            .args(["--log-format", "json"])
-            .args(&self.args)
-            .env_remove("KUBECONFIG")
-            .cpu(self.cpu)
-            .descriptors(self.descriptors);
-        for (key, value) in &self.env {
-            launch = launch.env(key, value);
-        }
-        if let Some(log) = &self.log {
-            launch = launch.log(log);
-        }
+        let launch = self.launch.args([
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--admin-listen",
+            &format!("127.0.0.1:{admin_port}"),
+        ]);
         let started = Instant::now();
         let process = launch.start_as("eval-admission").context("starting eval-admission serve")?;
         let mut served = Served { process, port, admin_port, started, ready_after: Duration::ZERO };

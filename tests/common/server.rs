@@ -36,7 +36,7 @@ pub fn serve_limited(
         .args(extra)
         .envs(env)
         .log(log)
-        .descriptors(descriptors)
+        .with(|launch| launch.descriptors(descriptors))
         .ready(testkit::Ready::Listening, Duration::from_secs(20), Duration::from_millis(20))
         .start()
         .unwrap_or_else(|error| panic!("the server did not start: {error:#}"))
