@@ -34,6 +34,8 @@ use common::kueue_objects::{
 use common::{BIN, repo};
 use evalhub::{EvalHub, Evaluation, JobView, KUBERNETES_USER, hardware_profile, kubernetes_jobs};
 use serde_json::{Value, json};
+use testkit::JobBuilder;
+use testkit::workload;
 
 const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
@@ -78,13 +80,8 @@ fn pod_priority_class(name: &str, value: i32) -> Value {
 /// A plain Job (not an evaluation: eval-admission leaves it alone) in `queue`,
 /// to hold `cpu` of the queue's quota.
 fn blocker(namespace: &str, name: &str, queue: &str, cpu: &str) -> Value {
-    json!({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: queue, "app": "blocker"}},
-        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{
-            "name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}},
-        }]}}},
-    })
+    let pod = workload::pod_spec("main", "registry.k8s.io/pause:3.10", Some(json!({"cpu": cpu})), None);
+    JobBuilder::new(namespace, name).queue(queue).label("app", "blocker").pod(pod).build()
 }
 
 // ---------------------------------------------------------------- reading the cluster
