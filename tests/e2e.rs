@@ -14,10 +14,10 @@ use std::process::Command;
 use std::sync::RwLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::control_plane::{Environment, poll};
+use common::control_plane::Environment;
 use common::{BIN, repo};
 use serde_json::{Value, json};
-use testkit::{JobBuilder, JobSetBuilder};
+use testkit::{JobBuilder, JobSetBuilder, wait_for};
 
 /// Tests that stop the server or remove Kueue take this for writing; the rest read.
 static DISRUPTION: RwLock<()> = RwLock::new(());
@@ -95,8 +95,7 @@ fn evaluation(namespace: &str, name: &str) -> JobBuilder {
 }
 
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    poll(what, Duration::from_secs(20), Duration::from_millis(200), || Ok(()), || check().then_some(()))
-        .unwrap_or_else(|error| panic!("{error:#}"));
+    wait_for(what, Duration::from_secs(20), || check().then_some(()));
 }
 
 #[test]

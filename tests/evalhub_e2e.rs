@@ -34,8 +34,8 @@ use common::kueue_objects::{
 use common::{BIN, repo};
 use evalhub::{EvalHub, Evaluation, JobView, KUBERNETES_USER, hardware_profile, kubernetes_jobs};
 use serde_json::{Value, json};
-use testkit::JobBuilder;
 use testkit::workload;
+use testkit::{JobBuilder, wait_for};
 
 const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
@@ -55,10 +55,6 @@ fn setup() -> (&'static Environment, &'static EvalHub) {
         .as_ref()
         .unwrap_or_else(|error| panic!("EvalHub did not start: {error}"));
     (cluster, evalhub)
-}
-
-fn wait_for<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) -> T {
-    poll(what, timeout, Duration::from_millis(250), || Ok(()), check).unwrap_or_else(|error| panic!("{error:#}"))
 }
 
 // ---------------------------------------------------------------- objects
