@@ -1,5 +1,6 @@
-//! eval-admission's test kit, shared by every test, bench, fuzz target and
-//! the fidelity generator:
+//! eval-admission's test kit, shared by the tests, the benches and the
+//! fidelity generator (the fuzz targets build no workloads and start
+//! nothing, so they need none of it):
 //!
 //! - [`workload`]: Jobs and JobSets as `serde_json::Value`, in the manner of
 //!   Kueue's `pkg/util/testingjobs` (`JobBuilder::evalhub("ns").queue("q").gpus(4).build()`);
