@@ -4,6 +4,8 @@
 FROM docker.io/library/rust:1.95-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+# testkit/ is a workspace member and a dev-dependency: cargo loads its manifest.
+COPY testkit ./testkit
 COPY src ./src
 RUN cargo build --release --locked \
  && install -D -m 0755 target/release/eval-admission /out/eval-admission

@@ -32,6 +32,7 @@ test: lint test-local fuzz-smoke lint-dockerfile bench-smoke e2e e2e-kueue e2e-c
 # the differential test against Kueue's scheduler (tests/fidelity: a fixed seed
 # of 2,000 set-ups; it builds the oracle with Go through hack/build-oracle.sh).
 test-local:
+	$(CARGO) test --locked -p testkit
 	$(CARGO) test --locked --lib --bins --test layers --test review_cli --test server_https --test hostile_clients --test fidelity --test image
 
 unit:
@@ -71,7 +72,7 @@ fidelity: oracle
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --locked --all-targets -- -D warnings
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
 # ---- benchmarks (BENCHMARKS.md) ----
 BENCH_OUT ?= $(CURDIR)/bench-out

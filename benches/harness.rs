@@ -3,15 +3,14 @@
 
 #![allow(dead_code)]
 
-#[path = "../tests/common/control_plane.rs"]
+#[path = "../tests/common/control_plane/mod.rs"]
 pub mod control_plane;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 pub use control_plane::repo;
-use control_plane::{Ca, Usage};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
 
@@ -34,13 +33,9 @@ pub fn write_json(name: &str, value: &serde_json::Value) {
 
 /// A CA and a serving certificate for localhost in `dir`; returns the CA PEM.
 pub fn certificates(dir: &Path) -> (PathBuf, PathBuf, String) {
-    let ca = Ca::new().unwrap();
-    let (cert, key) = ca.issue_files(dir, "tls", Usage::Server(&["localhost"])).unwrap();
-    (cert, key, ca.pem)
-}
-
-pub fn free_port() -> u16 {
-    control_plane::free_port().unwrap()
+    let pki = testkit::TestPki::new("eval-admission-bench");
+    let (cert, key) = pki.write(dir);
+    (cert, key, pki.ca_pem)
 }
 
 /// Pins this process (and the threads it starts later) to `cpu`.
@@ -56,88 +51,38 @@ pub fn cpus() -> usize {
 }
 
 /// `eval-admission serve` pinned to `cpu`, killed on drop.
-pub struct Server {
-    pub child: Child,
-    pub port: u16,
-    pub admin: u16,
-    pub started: Instant,
+pub type Server = testkit::Served;
+
+/// Starts `binary serve` (pinned to `cpu`): [`BIN`], or another build of
+/// eval-admission for an A/B of a change. Waits until /readyz answers 200,
+/// polled every 5 ms (`ready_after`: spawn to ready).
+pub fn serve(
+    binary: &str,
+    cpu: Option<usize>,
+    cert: &Path,
+    key: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    ready: Duration,
+) -> Server {
+    testkit::Serve::new(binary, cert, key)
+        .args(["--shutdown-delay", "0s"])
+        .args(args)
+        .envs(env)
+        .with(|launch| launch.cpu(cpu))
+        .ready(testkit::Ready::Readyz, ready, Duration::from_millis(5))
+        .start()
+        .unwrap_or_else(|error| panic!("eval-admission not ready: {error:#}"))
 }
 
-impl Server {
-    pub fn start(cpu: Option<usize>, cert: &Path, key: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
-        Self::start_binary(BIN, cpu, cert, key, args, env)
-    }
-
-    /// The same, from another build of eval-admission (an A/B of a change).
-    pub fn start_binary(
-        binary: &str,
-        cpu: Option<usize>,
-        cert: &Path,
-        key: &Path,
-        args: &[&str],
-        env: &[(&str, &str)],
-    ) -> Self {
-        let (port, admin) = (free_port(), free_port());
-        let mut command = match cpu {
-            Some(cpu) => {
-                let mut c = Command::new("taskset");
-                c.args(["-c", &cpu.to_string(), binary]);
-                c
-            }
-            None => Command::new(binary),
-        };
-        command
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--admin-listen", &format!("127.0.0.1:{admin}")])
-            .arg("--tls-cert")
-            .arg(cert)
-            .arg("--tls-key")
-            .arg(key)
-            .args(["--log-format", "json", "--shutdown-delay", "0s"])
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        for (k, v) in env {
-            command.env(k, v);
-        }
-        let started = Instant::now();
-        let child = command.spawn().expect("starts eval-admission");
-        Self { child, port, admin, started }
-    }
-
-    /// Waits for /readyz 200; returns the time from spawn.
-    pub fn wait_ready(&self, timeout: Duration) -> Duration {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if http_get(self.admin, "/readyz").is_some_and(|(status, _)| status == 200) {
-                return self.started.elapsed();
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        panic!("eval-admission not ready within {timeout:?}");
-    }
-
-    /// User + system CPU time of the server process so far.
-    pub fn cpu_time(&self) -> Duration {
-        cpu_time(self.child.id())
-    }
-
-    pub fn rss_bytes(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The server's resident set (VmRSS), in bytes.
+pub fn rss_bytes(server: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// utime + stime of a process (taskset execs, so the pid is the server's).
@@ -161,18 +106,6 @@ fn clock_ticks_per_second() -> u64 {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(100)
-}
-
-/// A tiny blocking HTTP/1.0 GET for the admin port.
-pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let status = response.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, response))
 }
 
 /// The q-th quantile (0..=1) of sorted samples.

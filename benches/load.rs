@@ -41,6 +41,9 @@ fn summarize(runs: &[Run]) -> Value {
     })
 }
 
+/// How long a server gets to be ready.
+const READY: Duration = Duration::from_secs(10);
+
 fn main() {
     let smoke = harness::smoke();
     let dir = tempfile::tempdir().unwrap();
@@ -52,17 +55,13 @@ fn main() {
     // One worker thread: the server has one core; tokio would otherwise size its pool to the machine.
     let env = [("TOKIO_WORKER_THREADS", "1")];
     let noop = match std::env::var("BENCH_BASELINE") {
-        Ok(baseline) => {
-            harness::Server::start_binary(&baseline, server_cpu, &cert, &key, &["--cluster", cluster], &env)
-        }
-        Err(_) => harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env),
+        Ok(baseline) => harness::serve(&baseline, server_cpu, &cert, &key, &["--cluster", cluster], &env, READY),
+        Err(_) => harness::serve(harness::BIN, server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env, READY),
     };
     // BENCH_FULL_RUST_LOG=warn: the full server without its per-review log line, to see what that line costs.
     let full_log = std::env::var("BENCH_FULL_RUST_LOG").unwrap_or_else(|_| "info".into());
     let full_env = [env[0], ("RUST_LOG", full_log.as_str())];
-    let full = harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster], &full_env);
-    noop.wait_ready(Duration::from_secs(10));
-    full.wait_ready(Duration::from_secs(10));
+    let full = harness::serve(harness::BIN, server_cpu, &cert, &key, &["--cluster", cluster], &full_env, READY);
     if pinned {
         harness::pin_self(1);
     }
@@ -113,7 +112,7 @@ fn main() {
     let results = runtime.block_on(async {
         // Warm up both servers: connections, TLS sessions, allocator.
         for (_, server) in servers {
-            run(&client, &url(server, "/mutate"), &job_create, 500.0, Duration::from_millis(500), server.child.id()).await;
+            run(&client, &url(server, "/mutate"), &job_create, 500.0, Duration::from_millis(500), server.pid()).await;
         }
         let mut results = serde_json::Map::new();
         for (case, path, body, rates) in &cases {
@@ -126,7 +125,7 @@ fn main() {
                     // Alternate which goes first, so drift hits both alike.
                     let order = if repeat % 2 == 0 { [0, 1] } else { [1, 0] };
                     for index in order {
-                        let (server, pid) = (servers[index].1, servers[index].1.child.id());
+                        let (server, pid) = (servers[index].1, servers[index].1.pid());
                         let result = match load {
                             Some(rate) => run(&client, &url(server, path), body, rate, duration, pid).await,
                             None => run_closed(&client, &url(server, path), body, duration, pid).await,

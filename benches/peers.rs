@@ -6,7 +6,7 @@
 //! Servers, each pinned to CPU 0 (the generator, kube-apiserver and etcd on CPU 1):
 //! - `eval-admission-noop`: `serve --noop`, the floor (TLS, HTTP, read the body, allow);
 //! - `eval-admission`: the full server on examples/cluster.yaml, one tokio worker;
-//! - `kueue`: the real Kueue controller manager (tests/common/control_plane.rs
+//! - `kueue`: the real Kueue controller manager (tests/common/control_plane/
 //!   `Kueue::start`, on a real kube-apiserver and etcd), started with
 //!   GOMAXPROCS=1 (inherited from this process's environment: `Kueue::start`
 //!   passes only KUBECONFIG itself) and pinned with `taskset -a -cp 0`.
@@ -289,13 +289,19 @@ fn main() -> Result<()> {
     let cluster = harness::repo("examples/cluster.yaml");
     let cluster = cluster.to_str().context("path")?;
     let env = [("TOKIO_WORKER_THREADS", "1")];
-    let noop = harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env);
-    SERVER_PIDS.lock().unwrap().push(noop.child.id());
-    let full =
-        harness::Server::start(server_cpu, &cert, &key, &["--cluster", cluster], &[env[0], ("RUST_LOG", "info")]);
-    SERVER_PIDS.lock().unwrap().push(full.child.id());
-    noop.wait_ready(Duration::from_secs(10));
-    full.wait_ready(Duration::from_secs(10));
+    let ready = Duration::from_secs(10);
+    let noop = harness::serve(harness::BIN, server_cpu, &cert, &key, &["--cluster", cluster, "--noop"], &env, ready);
+    SERVER_PIDS.lock().unwrap().push(noop.pid());
+    let full = harness::serve(
+        harness::BIN,
+        server_cpu,
+        &cert,
+        &key,
+        &["--cluster", cluster],
+        &[env[0], ("RUST_LOG", "info")],
+        ready,
+    );
+    SERVER_PIDS.lock().unwrap().push(full.pid());
     if pinned {
         harness::pin_self(GENERATOR_CPU);
     }
@@ -304,14 +310,14 @@ fn main() -> Result<()> {
         Target {
             name: "eval-admission-noop",
             base: format!("https://localhost:{}", noop.port),
-            pid: noop.child.id(),
+            pid: noop.pid(),
             mutate: "/mutate",
             validate: "/validate",
         },
         Target {
             name: "eval-admission",
             base: format!("https://localhost:{}", full.port),
-            pid: full.child.id(),
+            pid: full.pid(),
             mutate: "/mutate",
             validate: "/validate",
         },

@@ -83,9 +83,10 @@ fn main() {
 
     let (mut ready, mut rss_ready, mut rss_after) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
-        let server = harness::Server::start(None, &cert, &key, &["--cluster", state.to_str().unwrap()], &[]);
-        ready.push(server.wait_ready(Duration::from_secs(60)).as_secs_f64());
-        rss_ready.push(server.rss_bytes() as f64 / (1024.0 * 1024.0));
+        let args = ["--cluster", state.to_str().unwrap()];
+        let server = harness::serve(harness::BIN, None, &cert, &key, &args, &[], Duration::from_secs(60));
+        ready.push(server.ready_after.as_secs_f64());
+        rss_ready.push(harness::rss_bytes(&server) as f64 / (1024.0 * 1024.0));
         let url = format!("https://localhost:{}/mutate", server.port);
         runtime.block_on(async {
             for _ in 0..if smoke { 50 } else { 2000 } {
@@ -95,7 +96,7 @@ fn main() {
                 assert_eq!(answer["response"]["auditAnnotations"]["reason"], "queued", "the default queue was found");
             }
         });
-        rss_after.push(server.rss_bytes() as f64 / (1024.0 * 1024.0));
+        rss_after.push(harness::rss_bytes(&server) as f64 / (1024.0 * 1024.0));
     }
     let report = json!({
         "smoke": smoke,

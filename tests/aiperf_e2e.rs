@@ -4,7 +4,7 @@
 //! v0.19.2 controller in front of the test API server; asserting what the AIPerf
 //! user sees: the AIPerfJob's `status.phase`, `status.error`, conditions and events.
 //!
-//! The environment (tests/common/control_plane.rs) is shared by the tests of this
+//! The environment (tests/common/control_plane/) is shared by the tests of this
 //! binary; each test makes its own namespaces and starts its own operator
 //! watching only them (so one can carry the chart's default-queue setting).
 //! There is no kubelet and no JobSet controller: admission shows as the JobSet's

@@ -1,7 +1,7 @@
 //! End to end through the real kube-apiserver, as users meet eval-admission:
 //! `kubectl create`, `kubectl apply`, `kubectl --as=alice`.
 //!
-//! The first test to run starts the test environment (tests/common/control_plane.rs:
+//! The first test to run starts the test environment (tests/common/control_plane/:
 //! etcd and kube-apiserver built from their Go modules, the Kueue and JobSet
 //! CRDs, this tree's eval-admission registered with the shipped webhook
 //! configurations); it goes when the test binary exits. `cargo test --test e2e`
@@ -14,9 +14,10 @@ use std::process::Command;
 use std::sync::RwLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::control_plane::{Environment, poll};
+use common::control_plane::Environment;
 use common::{BIN, repo};
 use serde_json::{Value, json};
+use testkit::{JobBuilder, JobSetBuilder, wait_for};
 
 /// Tests that stop the server or remove Kueue take this for writing; the rest read.
 static DISRUPTION: RwLock<()> = RwLock::new(());
@@ -85,22 +86,16 @@ fn unique(prefix: &str) -> String {
 
 /// The shipped EvalHub example moved to `namespace`, with extra labels and annotations.
 fn evalhub_job(namespace: &str, name: &str, labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> String {
-    let mut job: Value =
-        serde_yaml::from_str(&std::fs::read_to_string(repo("examples/evalhub-job.yaml")).unwrap()).unwrap();
-    job["metadata"]["namespace"] = namespace.into();
-    job["metadata"]["name"] = name.into();
-    for (key, value) in labels {
-        job["metadata"]["labels"][*key] = (*value).into();
-    }
-    for (key, value) in annotations {
-        job["metadata"]["annotations"][*key] = (*value).into();
-    }
-    serde_json::to_string(&job).unwrap()
+    evaluation(namespace, name).labels(labels).annotations(annotations).json()
+}
+
+/// The shipped EvalHub example moved to `namespace`, to build on.
+fn evaluation(namespace: &str, name: &str) -> JobBuilder {
+    JobBuilder::evalhub_example().namespace(namespace).name(name)
 }
 
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    poll(what, Duration::from_secs(20), Duration::from_millis(200), || Ok(()), || check().then_some(()))
-        .unwrap_or_else(|error| panic!("{error:#}"));
+    wait_for(what, Duration::from_secs(20), || check().then_some(()));
 }
 
 #[test]
@@ -116,11 +111,8 @@ fn an_evalhub_job_and_an_aiperf_jobset_are_queued_and_suspended() {
 
     let benchmarks =
         cluster.namespace("my-benchmarks", Some("aiperf-queue"), &[("aiperf-queue", "aiperf-cluster-queue")]);
-    let mut jobset: Value =
-        serde_yaml::from_str(&std::fs::read_to_string(repo("examples/aiperf-jobset.yaml")).unwrap()).unwrap();
-    jobset["metadata"]["namespace"] = benchmarks.clone().into();
-    jobset["metadata"].as_object_mut().unwrap().remove("ownerReferences");
-    cluster.ok(&["create", "-f", "-"], Some(&jobset.to_string()));
+    let jobset = JobSetBuilder::aiperf_example().namespace(&benchmarks).without_owner();
+    cluster.ok(&["create", "-f", "-"], Some(&jobset.json()));
     let stored = cluster.get("jobset", &benchmarks, "aiperf-latency-sweep-7f2a");
     assert_eq!(stored["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "aiperf-queue");
     assert_eq!(stored["spec"]["suspend"], true);
@@ -128,11 +120,14 @@ fn an_evalhub_job_and_an_aiperf_jobset_are_queued_and_suspended() {
     // An AIPerfSweep's controller JobSet has no labels: the webhooks' CEL
     // (rendered from the `aiperf-sweep` selector) must still send it to us.
     // The ownerReference's uid need not resolve: the API server does not check it.
-    jobset["metadata"]["name"] = "aiperf-sweep-1".into();
-    jobset["metadata"]["labels"] = json!({});
-    jobset["metadata"]["ownerReferences"] = json!([{"apiVersion": "aiperf.nvidia.com/v1alpha1",
-        "kind": "AIPerfSweep", "name": "sweep-1", "uid": "5b0c1d2e-0000-4000-8000-000000000001", "controller": true}]);
-    cluster.ok(&["create", "-f", "-"], Some(&jobset.to_string()));
+    let sweep_uid = "5b0c1d2e-0000-4000-8000-000000000001";
+    let jobset = jobset.name("aiperf-sweep-1").clear_labels().owner(
+        "aiperf.nvidia.com/v1alpha1",
+        "AIPerfSweep",
+        "sweep-1",
+        sweep_uid,
+    );
+    cluster.ok(&["create", "-f", "-"], Some(&jobset.json()));
     let sweep = cluster.get("jobset", &benchmarks, "aiperf-sweep-1");
     assert_eq!(sweep["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "aiperf-queue");
     assert_eq!(sweep["spec"]["suspend"], true);
@@ -190,14 +185,11 @@ fn one_apply_of_a_namespace_its_local_queue_its_classes_and_a_job_succeeds() {
         "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: {namespace}\nvalue: 1\n\
          ---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: {namespace}\nvalue: 1\n"
     );
-    let mut job: Value = serde_json::from_str(&evalhub_job(
-        &namespace,
-        "right-away",
-        &[("kueue.x-k8s.io/queue-name", "fresh-queue"), ("kueue.x-k8s.io/priority-class", &namespace)],
-        &[],
-    ))
-    .unwrap();
-    job["spec"]["template"]["spec"]["priorityClassName"] = namespace.clone().into();
+    let job = evaluation(&namespace, "right-away")
+        .queue("fresh-queue")
+        .priority_class(&namespace)
+        .pod_priority_class(&namespace)
+        .build();
     let file = format!(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n  labels:\n    team: team-a\n{}{classes}---\n{}",
         local_queue(&namespace, "fresh-queue", "team-a-cq"),
@@ -344,9 +336,8 @@ fn with_the_server_stopped_evaluations_fail_closed_and_other_jobs_are_untouched(
 
     // A Job that is not an evaluation never reaches the webhook (matchConditions), up or down.
     cluster.webhook.down();
-    let mut other: Value = serde_json::from_str(&evalhub_job(&namespace, "web-batch", &[], &[])).unwrap();
-    other["metadata"]["labels"] = serde_json::json!({"app": "web"});
-    let output = cluster.kubectl(&["create", "-f", "-"], Some(&other.to_string()));
+    let other = evaluation(&namespace, "web-batch").clear_labels().label("app", "web");
+    let output = cluster.kubectl(&["create", "-f", "-"], Some(&other.json()));
     cluster.webhook.up(None).unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(cluster.get("job", &namespace, "web-batch")["spec"].get("suspend").is_none_or(|s| s == false));
@@ -400,10 +391,7 @@ fn an_owner_reference_switches_the_guards_off_only_when_the_owner_is_real() {
     cluster.ok(&["create", "role", "jobs", "-n", &namespace, "--verb=*", "--resource=jobs"], None);
     cluster.ok(&["create", "rolebinding", "alice-jobs", "-n", &namespace, "--role=jobs", "--user=alice"], None);
     let owned_by = |name: &str, owner: &str, uid: &str| {
-        let mut job: Value = serde_json::from_str(&evalhub_job(&namespace, name, &[], &[])).unwrap();
-        job["metadata"]["ownerReferences"] = json!([{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "name": owner, "uid": uid, "controller": true}]);
-        job.to_string()
+        evaluation(&namespace, name).owner("jobset.x-k8s.io/v1alpha2", "JobSet", owner, uid).json()
     };
     // A new evaluation claiming a JobSet that is not there is refused, with the way out.
     let stderr = cluster.refused(
@@ -414,13 +402,13 @@ fn an_owner_reference_switches_the_guards_off_only_when_the_owner_is_real() {
     assert!(stderr.contains("remove the ownerReference"), "{stderr}");
 
     // A real JobSet's Job, created the moment after it (the watch may not have it yet: one live GET does).
-    let mut jobset: Value =
-        serde_yaml::from_str(&std::fs::read_to_string(repo("examples/aiperf-jobset.yaml")).unwrap()).unwrap();
-    jobset["metadata"]["namespace"] = namespace.clone().into();
-    jobset["metadata"]["name"] = "real-owner".into();
-    jobset["metadata"]["labels"] = json!({"app": "not-an-evaluation"});
-    jobset["metadata"].as_object_mut().unwrap().remove("ownerReferences");
-    cluster.ok(&["create", "-f", "-"], Some(&jobset.to_string()));
+    let jobset = JobSetBuilder::aiperf_example()
+        .namespace(&namespace)
+        .name("real-owner")
+        .clear_labels()
+        .label("app", "not-an-evaluation")
+        .without_owner();
+    cluster.ok(&["create", "-f", "-"], Some(&jobset.json()));
     let uid = cluster.get("jobset", &namespace, "real-owner")["metadata"]["uid"].as_str().unwrap().to_string();
     cluster.ok(&["create", "-f", "-"], Some(&owned_by("child", "real-owner", &uid)));
     let child = cluster.get("job", &namespace, "child");

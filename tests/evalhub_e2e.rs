@@ -5,7 +5,7 @@
 //! `GET /api/v1/evaluations/jobs/<id>` (state and message), next to what
 //! eval-admission and the real Kueue (v0.19.2) did with the Job.
 //!
-//! The first test starts the shared environment (tests/common/control_plane.rs:
+//! The first test starts the shared environment (tests/common/control_plane/:
 //! the API server, eval-admission with tests/kueue/eval-admission-config.yaml,
 //! Kueue) and EvalHub in front of it; everything goes when the test binary exits.
 //! Names are unique per test, so the tests share the cluster; run with
@@ -34,6 +34,8 @@ use common::kueue_objects::{
 use common::{BIN, repo};
 use evalhub::{EvalHub, Evaluation, JobView, KUBERNETES_USER, hardware_profile, kubernetes_jobs};
 use serde_json::{Value, json};
+use testkit::workload;
+use testkit::{JobBuilder, wait_for};
 
 const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
@@ -55,10 +57,6 @@ fn setup() -> (&'static Environment, &'static EvalHub) {
     (cluster, evalhub)
 }
 
-fn wait_for<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) -> T {
-    poll(what, timeout, Duration::from_millis(250), || Ok(()), check).unwrap_or_else(|error| panic!("{error:#}"))
-}
-
 // ---------------------------------------------------------------- objects
 
 fn apply(cluster: &Environment, objects: &[Value]) {
@@ -78,13 +76,8 @@ fn pod_priority_class(name: &str, value: i32) -> Value {
 /// A plain Job (not an evaluation: eval-admission leaves it alone) in `queue`,
 /// to hold `cpu` of the queue's quota.
 fn blocker(namespace: &str, name: &str, queue: &str, cpu: &str) -> Value {
-    json!({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: queue, "app": "blocker"}},
-        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{
-            "name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}},
-        }]}}},
-    })
+    let pod = workload::pod_spec("main", "registry.k8s.io/pause:3.10", Some(json!({"cpu": cpu})), None);
+    JobBuilder::new(namespace, name).queue(queue).label("app", "blocker").pod(pod).build()
 }
 
 // ---------------------------------------------------------------- reading the cluster

@@ -22,7 +22,7 @@ const DEPLOYMENT_MEMORY_LIMIT_BYTES: u64 = 128 * 1024 * 1024;
 fn state_server(dir: &std::path::Path, pki: &TestPki, descriptors: Option<u64>) -> Server {
     let (cert, key) = pki.write(&dir.join("certs"));
     let cluster = repo("examples/cluster.yaml");
-    Server::start_limited(&cert, &key, &["--cluster", cluster.to_str().unwrap()], &[], dir, descriptors)
+    serve_limited(&cert, &key, &["--cluster", cluster.to_str().unwrap()], &[], dir, descriptors)
 }
 
 fn connector(ca_pem: &str) -> TlsConnector {
@@ -40,7 +40,7 @@ fn connector(ca_pem: &str) -> TlsConnector {
 }
 
 async fn tls(connector: &TlsConnector, server: &Server) -> std::io::Result<TlsStream<TcpStream>> {
-    let tcp = TcpStream::connect(server.addr).await?;
+    let tcp = TcpStream::connect(server.addr()).await?;
     connector.connect("localhost".try_into().unwrap(), tcp).await
 }
 
@@ -94,7 +94,7 @@ async fn stalled_bodies_hold_memory_under_the_deployment_limit_and_reviews_are_a
     let dir = tempfile::tempdir().unwrap();
     let pki = TestPki::new("stalled");
     let server = state_server(dir.path(), &pki, None);
-    let pid = server.child.id();
+    let pid = server.pid();
     let connector = connector(&pki.ca_pem);
     let client = client(&[&pki.ca_pem], true);
     let body = review_body("evalhub-job.yaml");
@@ -162,7 +162,7 @@ async fn a_full_descriptor_table_is_refused_at_the_door_and_reviews_go_on() {
     let dir = tempfile::tempdir().unwrap();
     let pki = TestPki::new("descriptors");
     let server = state_server(dir.path(), &pki, Some(DESCRIPTORS));
-    let pid = server.child.id();
+    let pid = server.pid();
     let connector = connector(&pki.ca_pem);
     // The API server's keep-alive connection, opened before the attack.
     let keep_alive = client(&[&pki.ca_pem], false);
@@ -219,7 +219,7 @@ async fn the_admin_port_closes_half_sent_requests_and_stays_bounded() {
     let server = state_server(dir.path(), &pki, None);
     let mut streams = Vec::new();
     for _ in 0..ATTACKERS {
-        let mut stream = TcpStream::connect(server.admin).await.unwrap();
+        let mut stream = TcpStream::connect(server.admin_addr()).await.unwrap();
         let _ = stream.write_all(b"GET /livez HTTP/1.1\r\nHost: loc").await;
         streams.push(stream);
     }

@@ -19,7 +19,7 @@ fn state_server(dir: &std::path::Path, pki: &TestPki, extra: &[&str]) -> Server 
     args.extend_from_slice(extra);
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Server::start(&cert, &key, &args, &[], dir)
+    serve(&cert, &key, &args, &[], dir)
 }
 
 async fn post(client: &reqwest::Client, url: &str, body: Vec<u8>) -> (u16, String) {
@@ -120,7 +120,7 @@ async fn bad_input_gets_400_and_unknown_kinds_are_allowed() {
     assert_eq!(response["response"]["uid"], "pod-1");
     assert!(response["response"].get("patch").is_none());
     // Plain HTTP on the TLS port gets no answer, and the server keeps serving.
-    let plain = plain_client().post(format!("http://{}/mutate", server.addr)).body("{}").send().await;
+    let plain = plain_client().post(format!("http://{}/mutate", server.addr())).body("{}").send().await;
     assert!(plain.is_err() || plain.unwrap().status().as_u16() >= 400);
     assert_eq!(post(&client, &server.url("/mutate"), pod.to_vec()).await.0, 200);
 }
@@ -136,7 +136,7 @@ async fn certificates_rotate_by_symlink_swap_under_load_without_a_failed_request
     std::os::unix::fs::symlink("..data/tls.crt", secret.join("tls.crt")).unwrap();
     std::os::unix::fs::symlink("..data/tls.key", secret.join("tls.key")).unwrap();
     let cluster = repo("examples/cluster.yaml");
-    let server = Server::start(
+    let server = serve(
         &secret.join("tls.crt"),
         &secret.join("tls.key"),
         &["--cluster", cluster.to_str().unwrap()],
@@ -239,7 +239,7 @@ async fn sigterm_drains_without_losing_an_in_flight_review() {
 
     // Past the delay the listener closes; the slow review is still in flight.
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    assert!(std::net::TcpStream::connect(server.addr).is_err(), "listener closed");
+    assert!(std::net::TcpStream::connect(server.addr()).is_err(), "listener closed");
     sender.send(body[half..].to_vec()).await;
     drop(sender);
     let response = slow.await.unwrap().expect("the in-flight review is answered");
@@ -247,7 +247,7 @@ async fn sigterm_drains_without_losing_an_in_flight_review() {
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["response"]["allowed"], true);
 
-    let status = tokio::task::spawn_blocking(move || server.child.wait().unwrap()).await.unwrap();
+    let status = tokio::task::spawn_blocking(move || server.wait().unwrap()).await.unwrap();
     assert!(status.success(), "exit 0 after a graceful shutdown: {status:?}");
 }
 
@@ -263,11 +263,11 @@ async fn not_ready_and_500_until_the_cluster_view_syncs() {
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: 'https://127.0.0.1:{}', insecure-skip-tls-verify: true}}\n\
              users:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n",
-            free_port()
+            testkit::free_port().unwrap()
         ),
     )
     .unwrap();
-    let server = Server::start(&cert, &key, &[], &[("KUBECONFIG", kubeconfig.to_str().unwrap())], dir.path());
+    let server = serve(&cert, &key, &[], &[("KUBECONFIG", kubeconfig.to_str().unwrap())], dir.path());
     let ready = plain_client().get(server.admin_url("/readyz")).send().await.unwrap();
     assert_eq!(ready.status(), 503);
     assert!(ready.text().await.unwrap().contains("not synced"));
@@ -312,7 +312,7 @@ async fn a_second_signal_exits_at_once() {
     }
     let started = std::time::Instant::now();
     server.signal("TERM");
-    let status = tokio::task::spawn_blocking(move || server.child.wait().unwrap()).await.unwrap();
+    let status = tokio::task::spawn_blocking(move || server.wait().unwrap()).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(5), "did not wait out the 60 s delay");
     assert_eq!(status.code(), Some(130));
 }

@@ -56,7 +56,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 
-use crate::common::control_plane::{ControlPlane, Kubectl, Process, clients_venv, free_port, http_ok, poll, repo};
+use crate::common::control_plane::{ControlPlane, Kubectl, Process, clients_venv, free_port, poll, repo};
 
 /// The Kubernetes identity the operator runs as here.
 pub const KUBERNETES_USER: &str = "aiperf-operator";
@@ -240,14 +240,8 @@ impl Operator {
             ("AIPERF_K8S_JOBSET_KUEUE_DEFAULT_PRIORITY_CLASS", optional(&settings.default_priority_class)),
         ];
         let mut process = Process::start(&format!("aiperf-operator-{name}"), &plane.logs(), &program, &args, &env)?;
-        poll(
-            "the AIPerf operator's /healthz",
-            // Importing aiperf takes seconds; more on a busy 2-core machine.
-            Duration::from_secs(180),
-            Duration::from_millis(250),
-            || process.check_running(),
-            || http_ok(health_port, "/healthz").then_some(()),
-        )?;
+        // Importing aiperf takes seconds; more on a busy 2-core machine.
+        process.wait_http_ok(health_port, "/healthz", Duration::from_secs(180), Duration::from_millis(250))?;
         let log = process.log.clone();
         Ok(Self {
             namespaces: namespaces.iter().map(|ns| ns.to_string()).collect(),

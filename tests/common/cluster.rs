@@ -1,9 +1,9 @@
 //! `make cluster` / `make cluster-kueue`: the test environment of
-//! control_plane.rs, kept running until Ctrl-C for a person to poke at.
+//! control_plane/, kept running until Ctrl-C for a person to poke at.
 //!
 //!   cargo run --release --example cluster -- --server BIN --config FILE [--kueue]
 
-#[path = "control_plane.rs"]
+#[path = "control_plane/mod.rs"]
 mod control_plane;
 
 use std::path::PathBuf;

@@ -47,7 +47,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, ensure};
 use serde_json::{Value, json};
 
-use crate::common::control_plane::{ControlPlane, Process, clients_venv, free_port, http_ok, poll, repo};
+use crate::common::control_plane::{ControlPlane, Process, clients_venv, free_port, poll, repo};
 
 /// The Kubernetes identity EvalHub runs as here (tests/clients/evalhub/rbac.yaml).
 pub const KUBERNETES_USER: &str = "evalhub-server";
@@ -167,13 +167,7 @@ impl EvalHub {
             ("CONFIG_PATH", "".into()),
         ];
         let mut process = Process::start("eval-hub-server", &plane.logs(), &program, &args, &env)?;
-        poll(
-            "eval-hub-server /api/v1/health",
-            Duration::from_secs(60),
-            Duration::from_millis(200),
-            || process.check_running(),
-            || http_ok(port, "/api/v1/health").then_some(()),
-        )?;
+        process.wait_http_ok(port, "/api/v1/health", Duration::from_secs(60), Duration::from_millis(200))?;
         let log = process.log.clone();
         Ok(Self { port, log, process: Mutex::new(process) })
     }

@@ -8,6 +8,7 @@
 //! refuse anything else. Nothing here knows what Kueue will decide.
 
 use serde_json::{Map, Value, json};
+use testkit::workload::{self, JobBuilder, JobSetBuilder};
 
 /// SplitMix64: small, fast, and the same sequence on every platform and version.
 pub struct Rng(u64);
@@ -402,22 +403,8 @@ fn pod_class(rng: &mut Rng, pod_classes: &[&str], workload_class: Option<&str>) 
     None
 }
 
-fn kueue_labels(queue: Option<&str>, workload_class: Option<&str>, labels: &mut Value) {
-    if let Some(queue) = queue {
-        labels["kueue.x-k8s.io/queue-name"] = json!(queue);
-    }
-    if let Some(class) = workload_class {
-        labels["kueue.x-k8s.io/priority-class"] = json!(class);
-    }
-}
-
 fn pod_spec(rng: &mut Rng, class: Option<String>, gpu: bool) -> Value {
-    let mut spec = json!({"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox",
-        "resources": {"requests": requests(rng, gpu)}}]});
-    if let Some(class) = class {
-        spec["priorityClassName"] = json!(class);
-    }
-    spec
+    workload::pod_spec("main", "busybox", Some(requests(rng, gpu)), class.as_deref())
 }
 
 fn evalhub_job(
@@ -427,16 +414,18 @@ fn evalhub_job(
     workload_class: Option<&str>,
     pod_classes: &[&str],
 ) -> Value {
-    let mut labels = json!({"app": "evalhub", "component": "evaluation-job", "job_id": format!("job-{index}"),
-        "provider_id": "lm_evaluation_harness", "benchmark_id": "mmlu", "benchmark_index": "0"});
-    kueue_labels(queue, workload_class, &mut labels);
     let class = pod_class(rng, pod_classes, workload_class);
     let gpu = rng.chance(40);
     let parallelism = 1 + rng.below(2);
-    json!({"apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": format!("evalhub-{index}"), "namespace": EVAL_NAMESPACE, "labels": labels.clone()},
-        "spec": {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 0,
-            "template": {"metadata": {"labels": labels}, "spec": pod_spec(rng, class, gpu)}}})
+    JobBuilder::new(EVAL_NAMESPACE, &format!("evalhub-{index}"))
+        .label_object(workload::evalhub_labels(&format!("job-{index}"), None))
+        .maybe(queue, JobBuilder::queue)
+        .maybe(workload_class, JobBuilder::priority_class)
+        .parallelism(parallelism)
+        .backoff_limit(0)
+        .pod_labels_from_job()
+        .pod(pod_spec(rng, class, gpu))
+        .build()
 }
 
 fn aiperf_jobset(
@@ -446,21 +435,23 @@ fn aiperf_jobset(
     workload_class: Option<&str>,
     pod_classes: &[&str],
 ) -> Value {
-    let mut labels = json!({"app": "aiperf", "aiperf.nvidia.com/job-id": format!("job-{index}")});
-    kueue_labels(queue, workload_class, &mut labels);
-    let mut replicated = Vec::new();
+    let mut jobset = JobSetBuilder::new(EVAL_NAMESPACE, &format!("aiperf-{index}"))
+        .labels(&[("app", "aiperf"), ("aiperf.nvidia.com/job-id", &format!("job-{index}"))])
+        .maybe(queue, JobSetBuilder::queue)
+        .maybe(workload_class, JobSetBuilder::priority_class);
     for (i, name) in ["controller", "workers", "extra"].iter().enumerate().take(1 + rng.below(3) as usize) {
         let class = if i == 0 && rng.chance(50) { None } else { pod_class(rng, pod_classes, workload_class) };
         let gpu = *name != "controller" && rng.chance(50);
-        replicated.push(json!({"name": name, "replicas": 1 + rng.below(2),
-            "template": {"spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
-                "template": {"spec": pod_spec(rng, class, gpu)}}}}));
+        let replicas = 1 + rng.below(2);
+        let pod = pod_spec(rng, class, gpu);
+        jobset = jobset.replicated_job(
+            name,
+            replicas,
+            json!({"parallelism": 1, "completions": 1, "backoffLimit": 0, "template": {"spec": pod}}),
+        );
     }
-    let mut spec = json!({"replicatedJobs": replicated});
     if queue.is_some() {
-        spec["suspend"] = json!(true);
+        jobset = jobset.suspend(true);
     }
-    json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-        "metadata": {"name": format!("aiperf-{index}"), "namespace": EVAL_NAMESPACE, "labels": labels},
-        "spec": spec})
+    jobset.build()
 }

@@ -1,0 +1,40 @@
+//! eval-admission's test kit, shared by the tests, the benches and the
+//! fidelity generator (the fuzz targets build no workloads and start
+//! nothing, so they need none of it):
+//!
+//! - [`workload`]: Jobs and JobSets as `serde_json::Value`, in the manner of
+//!   Kueue's `pkg/util/testingjobs` (`JobBuilder::evalhub("ns").queue("q").gpus(4).build()`);
+//! - [`process`]: one way to start a child (dies with the test) and to wait for it;
+//! - [`poll`]: polling until a deadline, and the tiny HTTP probes polls use;
+//! - [`free_port`]: the port picker;
+//! - [`pki`]: the test certificate authority;
+//! - [`serve`]: `eval-admission serve` launched, waited for, killed on drop.
+//!
+//! It does not depend on the eval-admission crate: it knows the binary only by
+//! the path a caller passes.
+
+pub mod pki;
+pub mod poll;
+pub mod process;
+pub mod serve;
+pub mod workload;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+
+pub use pki::{Ca, TestPki, Usage};
+pub use poll::{http_get, http_ok, poll, wait_for};
+pub use process::{Process, tail};
+pub use serve::{Ready, Serve, Served};
+pub use workload::{JobBuilder, JobSetBuilder};
+
+/// A path in the repository (this crate sits in its `testkit/` folder).
+pub fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("testkit sits in the repository").join(path)
+}
+
+/// A port nothing listens on now (the kernel's pick; the tiny window before
+/// the process binds it is the only race, and no two picks here collide).
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
