@@ -24,7 +24,7 @@ certs:
 
 # The README's test command: every test there is, the end-to-end ones
 # against a control plane each test binary starts and stops itself
-# (tests/common/control_plane.rs).
+# (tests/common/control_plane/).
 test: lint test-local fuzz-smoke lint-dockerfile bench-smoke e2e e2e-kueue e2e-clients e2e-node
 
 # Everything that needs no control plane: rules, review CLI, HTTPS server, the
@@ -83,7 +83,7 @@ bench-venv:
 	@test -x $(BENCH_VENV)/bin/python || { python3 -m venv $(BENCH_VENV) && $(BENCH_VENV)/bin/pip install -q matplotlib==3.10.*; }
 
 # Every benchmark, then BENCHMARKS.md and docs/p99-vs-rate.png from the results.
-# The peers (Kueue for benches/peers.rs, Kyverno for benches/apiserver.rs) are
+# The peers (Kueue for benches/peers.rs, Kyverno for benches/apiserver/) are
 # built on demand into the cache, for this target only.
 bench: build bench-venv
 	rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT)
@@ -146,7 +146,7 @@ mutants:
 	  -C --lib -f 'src/admission/**' -f 'src/rules/**' --output $(MUTANTS_OUT)
 
 # ---- the test control plane (Go is test infrastructure only) ----
-# tests/common/control_plane.rs starts etcd, kube-apiserver and, when asked,
+# tests/common/control_plane/ starts etcd, kube-apiserver and, when asked,
 # Kueue and eval-admission from the binaries these builders cache by version.
 E2E_SERVER_CONFIG ?= manifests/base/config.yaml
 

@@ -1,5 +1,5 @@
 //! Kyverno v1.19.1's admission controller out of cluster, for the `kyverno`
-//! phase of benches/apiserver.rs (a module of that bench only).
+//! phase of benches/apiserver/ (a module of that bench only).
 //!
 //! hack/build-kyverno.sh builds the binary (cached; about 20 minutes the first
 //! time); the CRDs come from the same Go module (config/crds). Kyverno runs on

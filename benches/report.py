@@ -219,7 +219,7 @@ if peers:
         for webhook in ("mutate", "validate"):
             k = kyverno_direct.get(webhook)
             if k:
-                out(f"- Kyverno (section 4's policy, reviews posted to it directly by `benches/apiserver.rs`, {k['concurrency']} in flight, "
+                out(f"- Kyverno (section 4's policy, reviews posted to it directly by `benches/apiserver/`, {k['concurrency']} in flight, "
                     f"each including the policy's apiCall through the API server): /{webhook} {k['cpu_us_per_review']:.0f} µs of CPU per review, "
                     f"{k['reviews_per_second']:.0f} reviews/s.")
 else:
@@ -258,7 +258,7 @@ out("## 4. Job creates through the real API server")
 out("")
 if apiserver and "create_latency" in apiserver:
     c = apiserver["create_latency"]
-    out(f"`benches/apiserver.rs`: Job creates through kube-apiserver v1.35.4 on loopback, {c.get('concurrency')} in flight, "
+    out(f"`benches/apiserver/`: Job creates through kube-apiserver v1.35.4 on loopback, {c.get('concurrency')} in flight, "
         f"{c.get('creates_per_phase')} creates per phase, {c.get('rounds')} rounds alternating the phases; medians over rounds.")
     out("")
     out("| phase | p50 ms | p99 ms | added p50 ms | added p99 ms | kube-apiserver CPU ms per create |")

@@ -3,7 +3,7 @@
 //! tree), Cohorts, WorkloadPriorityClasses and PriorityClasses. Measures the time
 //! from spawn to /readyz 200 and the RSS once ready, then after a burst of
 //! reviews. Writes $BENCH_OUT/scale.json. (The same from a real API server is in
-//! benches/apiserver.rs.)
+//! benches/apiserver/.)
 
 mod fixtures;
 mod harness;

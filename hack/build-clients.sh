@@ -3,7 +3,7 @@
 # server and the AIPerf operator, tests/clients/requirements.txt, every
 # transitive version pinned by tests/clients/constraints.txt) into a venv in
 # $EVAL_ADMISSION_CACHE/clients-<hash>, keyed by those two files. Progress goes
-# to stderr; stdout is `venv=PATH` (tests/common/control_plane.rs reads it).
+# to stderr; stdout is `venv=PATH` (tests/common/control_plane/ reads it).
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -4,7 +4,7 @@
 # $EVAL_ADMISSION_CACHE/kueue-<version>/bin/kueue, and copy the module's webhook
 # kustomization (config/components/webhook: the configurations Kueue's release
 # installs) to kueue-<version>/webhook, so the test environment
-# (tests/common/control_plane.rs) needs neither Go nor the network. Skips the
+# (tests/common/control_plane/) needs neither Go nor the network. Skips the
 # build when the binary was built from the current go.mod/go.sum, and the copy
 # when it is there. Progress goes to stderr; stdout is bin= and webhooks= lines.
 set -euo pipefail

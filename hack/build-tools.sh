@@ -3,7 +3,7 @@
 # into $EVAL_ADMISSION_CACHE/k8s-<version>/bin, and copy the Kueue and JobSet
 # CRDs into $EVAL_ADMISSION_CACHE/crds/. Skips whatever is already there.
 # Progress goes to stderr; stdout is what the test environment
-# (tests/common/control_plane.rs) reads: bin=, kueue_crds=, jobset_crds= lines.
+# (tests/common/control_plane/) reads: bin=, kueue_crds=, jobset_crds= lines.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
