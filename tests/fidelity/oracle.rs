@@ -52,7 +52,7 @@ pub struct Oracle {
 impl Oracle {
     pub fn start(binary: &Path) -> Self {
         let mut child = Command::new(binary)
-            // A quarter of its CPU went to garbage collection at Go's default
+            // A sixth of its CPU was garbage collection at Go's default
             // (GOGC=100); at 400, 60 set-ups took 15 s of CPU instead of 19 s.
             .env("GOGC", std::env::var("GOGC").unwrap_or_else(|_| "400".into()))
             .stdin(Stdio::piped())
