@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: manifests build run certs test test-local unit e2e e2e-kueue e2e-clients e2e-node clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle fuzz-tools fuzz fuzz-smoke mutants
+.PHONY: manifests build run certs test test-timed test-local unit e2e e2e-kueue e2e-clients e2e-node clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle fuzz-tools fuzz fuzz-smoke mutants
 
 build:
 	$(CARGO) build --release --locked
@@ -26,6 +26,11 @@ certs:
 # against a control plane each test binary starts and stops itself
 # (tests/common/control_plane/).
 test: lint test-local fuzz-smoke lint-dockerfile bench-smoke e2e e2e-kueue e2e-clients e2e-node
+
+# make test, stage by stage, timed (hack/time-test.sh): the table lands in
+# test-times/times.md, each stage's output beside it.
+test-timed:
+	./hack/time-test.sh $(CURDIR)/test-times
 
 # Everything that needs no control plane: rules, review CLI, HTTPS server, the
 # server against hostile clients (tests/hostile_clients.rs), and
