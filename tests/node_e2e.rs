@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,7 +18,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use common::control_plane::{ControlPlane, Kueue, condition_true, poll, repo, tail};
 use common::kueue_objects::{cluster_queue, flavor, local_queue, namespace, unique, workload};
-use common::node::{CertManager, JobSetController, NODE_APISERVER_FLAGS, NODE_NETWORK, Node};
+use common::node::{
+    CertManager, JobSetController, NODE_APISERVER_FLAGS, NODE_NETWORK, Node, ServingPod, http_body, poll_retrying,
+    serving_pods,
+};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -28,6 +30,11 @@ use serde_json::{Value, json};
 /// (manifests/base/config.yaml `kueueControllerUsernames`).
 const KUEUE_SERVICE_ACCOUNT: &str = "system:serviceaccount:kueue-system:kueue-controller-manager";
 const INSTALL_NAMESPACE: &str = "eval-admission-system";
+/// The shipped Deployment's pods and their one container.
+const SELECTOR: &str = "app.kubernetes.io/name=eval-admission";
+const CONTAINER: &str = "eval-admission";
+/// The shipped Deployment's replicas.
+const REPLICAS: usize = 2;
 
 /// A `static` holds it, so no destructor runs: its processes go with the
 /// test binary by their parent-death signal, and hack/in-node-netns.sh
@@ -139,6 +146,11 @@ fn ready_endpoints(plane: &ControlPlane) -> Result<usize> {
         .flat_map(|slice| slice["endpoints"].as_array().into_iter().flatten())
         .filter(|endpoint| endpoint["conditions"]["ready"] == true)
         .count())
+}
+
+/// eval-admission's pods that serve now (running, ready, not terminating).
+fn eval_admission_pods(plane: &ControlPlane) -> Result<Vec<ServingPod>> {
+    serving_pods(plane, INSTALL_NAMESPACE, SELECTOR)
 }
 
 fn get(plane: &ControlPlane, kind: &str, namespace: &str, name: &str) -> Result<Value> {
@@ -363,15 +375,10 @@ async fn losing_a_replica_loses_only_the_calls_already_routed_to_it() {
     let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, Duration::ZERO, move || {
         std::thread::sleep(Duration::from_secs(2));
         let env = environment();
-        let pods: Value = serde_json::from_str(&env.plane.run(
-            &["get", "pods", "-n", INSTALL_NAMESPACE, "-l", "app.kubernetes.io/name=eval-admission", "-o", "json"],
-            None,
-        )?)?;
-        let pod = &pods["items"][0];
-        let container =
-            pod["status"]["containerStatuses"][0]["containerID"].as_str().context("a running container")?.to_string();
-        let ip = pod["status"]["podIP"].as_str().context("the pod's IP")?.to_string();
-        *record.lock().unwrap() = Some((Instant::now(), ip, None));
+        // A replica that serves, not one still going from an earlier rollout.
+        let pod = eval_admission_pods(&env.plane)?.into_iter().next().context("no eval-admission pod serves")?;
+        let (container, _) = pod.container(CONTAINER)?;
+        *record.lock().unwrap() = Some((Instant::now(), pod.ip.clone(), None));
         env.node.kill_container(&container)?;
         // Back to two ready replicas: the kubelet restarted the container.
         std::thread::sleep(Duration::from_secs(1));
@@ -406,29 +413,36 @@ async fn losing_a_replica_loses_only_the_calls_already_routed_to_it() {
     }
 }
 
-/// eval-admission's serving-certificate reloads, summed over its pods (their
-/// admin port, on the pod network this test runs beside).
+/// eval-admission's serving-certificate reloads, summed over its serving
+/// pods (their admin port, on the pod network this test runs beside); an
+/// error unless all [`REPLICAS`] serve and answer, so a sum never leaves one
+/// out. A read, to be retried inside a poll.
 fn certificate_reloads(plane: &ControlPlane) -> Result<u64> {
-    let pods: Value = serde_json::from_str(&plane.run(
-        &["get", "pods", "-n", INSTALL_NAMESPACE, "-l", "app.kubernetes.io/name=eval-admission", "-o", "json"],
-        None,
-    )?)?;
+    let pods = eval_admission_pods(plane)?;
+    let names: Vec<&str> = pods.iter().map(|pod| pod.name.as_str()).collect();
+    ensure!(pods.len() == REPLICAS, "{} of {REPLICAS} replicas serve: {names:?}", pods.len());
     let mut total = 0;
-    for pod in pods["items"].as_array().into_iter().flatten() {
-        let ip = pod["status"]["podIP"].as_str().context("a pod IP")?;
-        let mut stream = std::net::TcpStream::connect((ip, 8080))?;
-        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-        write!(stream, "GET /metrics HTTP/1.0\r\nHost: {ip}\r\n\r\n")?;
-        let mut metrics = String::new();
-        stream.read_to_string(&mut metrics)?;
+    for pod in &pods {
+        let metrics = http_body(&pod.ip, 8080, "/metrics")?;
         total += metrics
             .lines()
             .find_map(|line| line.strip_prefix("eval_admission_tls_certificate_reloads_total "))
-            .context("the reload counter")?
+            .with_context(|| format!("no reload counter in {}'s metrics", pod.name))?
             .trim()
             .parse::<u64>()?;
     }
     Ok(total)
+}
+
+/// [`certificate_reloads`], retried until both replicas answer.
+fn read_certificate_reloads(plane: &ControlPlane) -> Result<u64> {
+    poll_retrying(
+        "the serving replicas' certificate reload counters",
+        Duration::from_secs(60),
+        Duration::from_millis(500),
+        || Ok(()),
+        || certificate_reloads(plane),
+    )
 }
 
 /// The default install (`kubectl apply -k manifests/`, cert-manager's) over
@@ -484,7 +498,7 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     wait_available(plane, 2, Duration::from_secs(180)).unwrap();
 
     let ns = queue_namespace(plane, "1").unwrap();
-    let before = certificate_reloads(plane).unwrap();
+    let before = read_certificate_reloads(plane).unwrap();
     let certificate = ["patch", "certificate", "eval-admission", "-n", INSTALL_NAMESPACE, "--type=merge", "-p"];
     let renew_every_10s = r#"{"spec":{"duration":"1h","renewBefore":"59m50s"}}"#;
     plane.run(&[&certificate[..], &[renew_every_10s]].concat(), None).unwrap();
@@ -504,7 +518,7 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     .await
     .unwrap();
     plane.run(&[&certificate[..], &[r#"{"spec":{"duration":"2160h","renewBefore":"720h"}}"#]].concat(), None).unwrap();
-    let reloads = certificate_reloads(plane).unwrap() - before;
+    let reloads = read_certificate_reloads(plane).unwrap() - before;
     eprintln!("certificate renewal: {created} creates, {} failed, {reloads} reloads", failures.len());
     assert!(created >= 1000, "{created}");
     assert!(failures.is_empty(), "{failures:#?}");

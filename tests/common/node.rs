@@ -26,7 +26,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::{Value, json};
 
 use super::control_plane::{
@@ -323,6 +323,59 @@ impl Node {
     pub fn kubelet_log(&self, lines: usize) -> String {
         tail(&self.kubelet.log, lines)
     }
+}
+
+/// A pod that serves now, as [`serving_pods`] found it.
+pub struct ServingPod {
+    pub name: String,
+    pub ip: String,
+    /// The pod as listed.
+    pub pod: Value,
+}
+
+impl ServingPod {
+    /// The ID of its container `name` (`containerd://ID`) and how often the
+    /// kubelet has restarted it.
+    pub fn container(&self, name: &str) -> Result<(String, u64)> {
+        let status = self.pod["status"]["containerStatuses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|status| status["name"] == name)
+            .with_context(|| format!("pod {} has no container {name}", self.name))?;
+        ensure!(
+            !status["state"]["running"].is_null(),
+            "pod {}'s {name} is not running: {}",
+            self.name,
+            status["state"]
+        );
+        let id = status["containerID"].as_str().with_context(|| format!("pod {}'s {name} has no ID", self.name))?;
+        Ok((id.to_string(), status["restartCount"].as_u64().unwrap_or_default()))
+    }
+}
+
+/// The pods in `namespace` matching `selector` that serve: Running, Ready,
+/// not being deleted, with an address. The only way the node tests pick a
+/// pod to connect to or act on: a pod listed right after a rollout can be an
+/// old one already terminating, whose address no longer routes ("No route to
+/// host"), or a new one not ready yet.
+pub fn serving_pods(kubectl: &Kubectl, namespace: &str, selector: &str) -> Result<Vec<ServingPod>> {
+    let listed: Value =
+        serde_json::from_str(&kubectl.run(&["get", "pods", "-n", namespace, "-l", selector, "-o", "json"], None)?)?;
+    let Some(items) = listed["items"].as_array() else { bail!("no items in the pod list: {listed}") };
+    Ok(items
+        .iter()
+        .filter(|pod| {
+            pod["status"]["phase"] == "Running"
+                && condition_true(pod, "Ready")
+                && pod["metadata"]["deletionTimestamp"].is_null()
+        })
+        .filter_map(|pod| {
+            let ip = pod["status"]["podIP"].as_str().filter(|ip| !ip.is_empty())?;
+            let name = pod["metadata"]["name"].as_str()?;
+            Some(ServingPod { name: name.to_string(), ip: ip.to_string(), pod: pod.clone() })
+        })
+        .collect())
 }
 
 /// [`poll`] for a check that reads over the network (kubectl, an HTTP GET to
