@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use common::control_plane::{ControlPlane, Kueue, condition_true, poll, repo, tail};
+use common::control_plane::{ControlPlane, Kueue, condition_true, repo, tail};
 use common::kueue_objects::{cluster_queue, flavor, local_queue, namespace, unique, workload};
 use common::node::{
     CertManager, JobSetController, NODE_APISERVER_FLAGS, NODE_NETWORK, Node, ServingPod, http_body, poll_retrying,
@@ -108,19 +108,22 @@ fn shipped_image() -> Result<String> {
 /// Polls until the Deployment has `replicas` updated, available replicas and
 /// no others, and the Service has that many ready endpoints.
 fn wait_available(plane: &ControlPlane, replicas: i64, timeout: Duration) -> Result<()> {
-    poll(
+    poll_retrying(
         "eval-admission's Deployment to be available behind its Service",
         timeout,
         Duration::from_millis(500),
         || Ok(()),
         || {
-            let deployment = get(plane, "deployment", INSTALL_NAMESPACE, "eval-admission").ok()?;
-            let status = &deployment["status"];
-            let settled = status["observedGeneration"] == deployment["metadata"]["generation"]
+            let deployment = get(plane, "deployment", INSTALL_NAMESPACE, "eval-admission")?;
+            let (status, generation) = (&deployment["status"], &deployment["metadata"]["generation"]);
+            let settled = status["observedGeneration"] == *generation
                 && status["replicas"].as_i64() == Some(replicas)
                 && status["updatedReplicas"].as_i64() == Some(replicas)
                 && status["availableReplicas"].as_i64() == Some(replicas);
-            (settled && ready_endpoints(plane).ok()? == replicas as usize).then_some(())
+            ensure!(settled, "the Deployment (generation {generation}) is at {status}");
+            let endpoints = ready_endpoints(plane)?;
+            ensure!(endpoints == replicas as usize, "{endpoints} of {replicas} endpoints ready");
+            Ok(())
         },
     )
 }
@@ -209,14 +212,15 @@ fn create_queued_and_run(
     assert_eq!(shaped["spec"]["suspend"], true, "{shaped}");
     create(&[]);
     let name = object["metadata"]["name"].as_str().unwrap();
-    poll(
+    poll_retrying(
         &format!("{resource} {name} to be {condition}"),
         timeout,
         Duration::from_millis(500),
         || Ok(()),
         || {
-            let current = get(&env.plane, resource, ns, name).ok()?;
-            condition_true(&current, condition).then_some(current)
+            let current = get(&env.plane, resource, ns, name)?;
+            ensure!(condition_true(&current, condition), "not {condition} yet: {}", current["status"]);
+            Ok(current)
         },
     )
     .unwrap_or_else(|error| panic!("{error:#}\n{}\nkubelet:\n{}", env.node.containers(), env.node.kubelet_log(30)))
@@ -459,29 +463,27 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     // left in the Secret ("up to date") instead of issuing its own.
     plane.run(&["delete", "secret", "eval-admission-tls", "-n", INSTALL_NAMESPACE], None).unwrap();
     // Issued, and caBundle the issuing CA in both configurations.
-    let injected = || {
-        let certificate = get(plane, "certificate", INSTALL_NAMESPACE, "eval-admission").ok()?;
-        let secret = get(plane, "secret", INSTALL_NAMESPACE, "eval-admission-tls").ok()?;
-        let ca = secret["data"]["ca.crt"].as_str()?.to_string();
-        let bundles_match = ["mutatingwebhookconfiguration", "validatingwebhookconfiguration"]
+    let injected = || -> Result<()> {
+        let certificate = get(plane, "certificate", INSTALL_NAMESPACE, "eval-admission")?;
+        ensure!(condition_true(&certificate, "Ready"), "the Certificate is not Ready: {}", certificate["status"]);
+        let secret = get(plane, "secret", INSTALL_NAMESPACE, "eval-admission-tls")?;
+        let ca = secret["data"]["ca.crt"].as_str().context("no ca.crt in the Secret")?;
+        for (kind, name) in ["mutatingwebhookconfiguration", "validatingwebhookconfiguration"]
             .iter()
             .zip(["eval-admission-mutating", "eval-admission-validating"])
-            .all(|(kind, name)| {
-                let configuration: Option<Value> = plane
-                    .run(&["get", kind, name, "-o", "json"], None)
-                    .ok()
-                    .and_then(|text| serde_json::from_str(&text).ok());
-                configuration.is_some_and(|c| {
-                    c["webhooks"]
-                        .as_array()
-                        .is_some_and(|hooks| hooks.iter().all(|w| w["clientConfig"]["caBundle"] == ca.as_str()))
-                })
-            });
-        (condition_true(&certificate, "Ready") && bundles_match).then_some(())
+        {
+            let configuration: Value = serde_json::from_str(&plane.run(&["get", kind, name, "-o", "json"], None)?)?;
+            let hooks = configuration["webhooks"].as_array().with_context(|| format!("{name} has no webhooks"))?;
+            ensure!(
+                hooks.iter().all(|w| w["clientConfig"]["caBundle"] == ca),
+                "{name}'s caBundle is not the issuing CA yet"
+            );
+        }
+        Ok(())
     };
     // cert-manager retries its CA Issuer with a growing backoff until the CA's
     // Secret exists: on a busy machine that can take minutes.
-    poll(
+    poll_retrying(
         "cert-manager's certificate and caBundle",
         Duration::from_secs(300),
         Duration::from_secs(1),
@@ -506,8 +508,12 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, pace, move || {
         // Both replicas have loaded a renewed pair, and once more.
         let plane = &environment().plane;
-        let renewed = || (certificate_reloads(plane).ok()? >= before + 4).then_some(());
-        poll(
+        let renewed = || {
+            let now = certificate_reloads(plane)?;
+            ensure!(now >= before + 4, "{now} reloads, {before} before the renewals began");
+            Ok(())
+        };
+        poll_retrying(
             "renewed certificates in both replicas",
             Duration::from_secs(240),
             Duration::from_secs(1),
@@ -518,7 +524,8 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     .await
     .unwrap();
     plane.run(&[&certificate[..], &[r#"{"spec":{"duration":"2160h","renewBefore":"720h"}}"#]].concat(), None).unwrap();
-    let reloads = read_certificate_reloads(plane).unwrap() - before;
+    let after = read_certificate_reloads(plane).unwrap();
+    let reloads = after.checked_sub(before).unwrap_or_else(|| panic!("{after} reloads, fewer than {before} before"));
     eprintln!("certificate renewal: {created} creates, {} failed, {reloads} reloads", failures.len());
     assert!(created >= 1000, "{created}");
     assert!(failures.is_empty(), "{failures:#?}");
