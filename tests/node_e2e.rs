@@ -381,11 +381,26 @@ async fn losing_a_replica_loses_only_the_calls_already_routed_to_it() {
         let env = environment();
         // A replica that serves, not one still going from an earlier rollout.
         let pod = eval_admission_pods(&env.plane)?.into_iter().next().context("no eval-admission pod serves")?;
-        let (container, _) = pod.container(CONTAINER)?;
+        let (container, restarts) = pod.container(CONTAINER)?;
         *record.lock().unwrap() = Some((Instant::now(), pod.ip.clone(), None));
         env.node.kill_container(&container)?;
-        // Back to two ready replicas: the kubelet restarted the container.
-        std::thread::sleep(Duration::from_secs(1));
+        // Back to two ready replicas: the kubelet restarted the container and
+        // the pod serves again (not before: until the kubelet reports the
+        // kill, the Deployment still counts the pod available).
+        poll_retrying(
+            "the kubelet to restart the killed container",
+            Duration::from_secs(120),
+            Duration::from_millis(250),
+            || Ok(()),
+            || {
+                let pods = eval_admission_pods(&env.plane)?;
+                let again = pods.iter().find(|again| again.name == pod.name);
+                let again = again.with_context(|| format!("{} does not serve", pod.name))?;
+                let (_, now) = again.container(CONTAINER)?;
+                ensure!(now > restarts, "{now} restarts, {restarts} before the kill");
+                Ok(())
+            },
+        )?;
         wait_available(&env.plane, 2, Duration::from_secs(120))?;
         record.lock().unwrap().as_mut().expect("recorded above").2 = Some(Instant::now());
         Ok(())
