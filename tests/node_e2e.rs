@@ -10,16 +10,18 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use common::control_plane::{ControlPlane, Kueue, condition_true, poll, repo, tail};
+use common::control_plane::{ControlPlane, Kueue, condition_true, repo, tail};
 use common::kueue_objects::{cluster_queue, flavor, local_queue, namespace, unique, workload};
-use common::node::{CertManager, JobSetController, NODE_APISERVER_FLAGS, NODE_NETWORK, Node};
+use common::node::{
+    CertManager, JobSetController, NODE_APISERVER_FLAGS, NODE_NETWORK, Node, ServingPod, http_body, poll_retrying,
+    serving_pods,
+};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -28,6 +30,11 @@ use serde_json::{Value, json};
 /// (manifests/base/config.yaml `kueueControllerUsernames`).
 const KUEUE_SERVICE_ACCOUNT: &str = "system:serviceaccount:kueue-system:kueue-controller-manager";
 const INSTALL_NAMESPACE: &str = "eval-admission-system";
+/// The shipped Deployment's pods and their one container.
+const SELECTOR: &str = "app.kubernetes.io/name=eval-admission";
+const CONTAINER: &str = "eval-admission";
+/// The shipped Deployment's replicas.
+const REPLICAS: usize = 2;
 
 /// A `static` holds it, so no destructor runs: its processes go with the
 /// test binary by their parent-death signal, and hack/in-node-netns.sh
@@ -101,19 +108,22 @@ fn shipped_image() -> Result<String> {
 /// Polls until the Deployment has `replicas` updated, available replicas and
 /// no others, and the Service has that many ready endpoints.
 fn wait_available(plane: &ControlPlane, replicas: i64, timeout: Duration) -> Result<()> {
-    poll(
+    poll_retrying(
         "eval-admission's Deployment to be available behind its Service",
         timeout,
         Duration::from_millis(500),
         || Ok(()),
         || {
-            let deployment = get(plane, "deployment", INSTALL_NAMESPACE, "eval-admission").ok()?;
-            let status = &deployment["status"];
-            let settled = status["observedGeneration"] == deployment["metadata"]["generation"]
+            let deployment = get(plane, "deployment", INSTALL_NAMESPACE, "eval-admission")?;
+            let (status, generation) = (&deployment["status"], &deployment["metadata"]["generation"]);
+            let settled = status["observedGeneration"] == *generation
                 && status["replicas"].as_i64() == Some(replicas)
                 && status["updatedReplicas"].as_i64() == Some(replicas)
                 && status["availableReplicas"].as_i64() == Some(replicas);
-            (settled && ready_endpoints(plane).ok()? == replicas as usize).then_some(())
+            ensure!(settled, "the Deployment (generation {generation}) is at {status}");
+            let endpoints = ready_endpoints(plane)?;
+            ensure!(endpoints == replicas as usize, "{endpoints} of {replicas} endpoints ready");
+            Ok(())
         },
     )
 }
@@ -139,6 +149,11 @@ fn ready_endpoints(plane: &ControlPlane) -> Result<usize> {
         .flat_map(|slice| slice["endpoints"].as_array().into_iter().flatten())
         .filter(|endpoint| endpoint["conditions"]["ready"] == true)
         .count())
+}
+
+/// eval-admission's pods that serve now (running, ready, not terminating).
+fn eval_admission_pods(plane: &ControlPlane) -> Result<Vec<ServingPod>> {
+    serving_pods(plane, INSTALL_NAMESPACE, SELECTOR)
 }
 
 fn get(plane: &ControlPlane, kind: &str, namespace: &str, name: &str) -> Result<Value> {
@@ -197,14 +212,15 @@ fn create_queued_and_run(
     assert_eq!(shaped["spec"]["suspend"], true, "{shaped}");
     create(&[]);
     let name = object["metadata"]["name"].as_str().unwrap();
-    poll(
+    poll_retrying(
         &format!("{resource} {name} to be {condition}"),
         timeout,
         Duration::from_millis(500),
         || Ok(()),
         || {
-            let current = get(&env.plane, resource, ns, name).ok()?;
-            condition_true(&current, condition).then_some(current)
+            let current = get(&env.plane, resource, ns, name)?;
+            ensure!(condition_true(&current, condition), "not {condition} yet: {}", current["status"]);
+            Ok(current)
         },
     )
     .unwrap_or_else(|error| panic!("{error:#}\n{}\nkubelet:\n{}", env.node.containers(), env.node.kubelet_log(30)))
@@ -363,18 +379,28 @@ async fn losing_a_replica_loses_only_the_calls_already_routed_to_it() {
     let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, Duration::ZERO, move || {
         std::thread::sleep(Duration::from_secs(2));
         let env = environment();
-        let pods: Value = serde_json::from_str(&env.plane.run(
-            &["get", "pods", "-n", INSTALL_NAMESPACE, "-l", "app.kubernetes.io/name=eval-admission", "-o", "json"],
-            None,
-        )?)?;
-        let pod = &pods["items"][0];
-        let container =
-            pod["status"]["containerStatuses"][0]["containerID"].as_str().context("a running container")?.to_string();
-        let ip = pod["status"]["podIP"].as_str().context("the pod's IP")?.to_string();
-        *record.lock().unwrap() = Some((Instant::now(), ip, None));
+        // A replica that serves, not one still going from an earlier rollout.
+        let pod = eval_admission_pods(&env.plane)?.into_iter().next().context("no eval-admission pod serves")?;
+        let (container, restarts) = pod.container(CONTAINER)?;
+        *record.lock().unwrap() = Some((Instant::now(), pod.ip.clone(), None));
         env.node.kill_container(&container)?;
-        // Back to two ready replicas: the kubelet restarted the container.
-        std::thread::sleep(Duration::from_secs(1));
+        // Back to two ready replicas: the kubelet restarted the container and
+        // the pod serves again (not before: until the kubelet reports the
+        // kill, the Deployment still counts the pod available).
+        poll_retrying(
+            "the kubelet to restart the killed container",
+            Duration::from_secs(120),
+            Duration::from_millis(250),
+            || Ok(()),
+            || {
+                let pods = eval_admission_pods(&env.plane)?;
+                let again = pods.iter().find(|again| again.name == pod.name);
+                let again = again.with_context(|| format!("{} does not serve", pod.name))?;
+                let (_, now) = again.container(CONTAINER)?;
+                ensure!(now > restarts, "{now} restarts, {restarts} before the kill");
+                Ok(())
+            },
+        )?;
         wait_available(&env.plane, 2, Duration::from_secs(120))?;
         record.lock().unwrap().as_mut().expect("recorded above").2 = Some(Instant::now());
         Ok(())
@@ -406,29 +432,36 @@ async fn losing_a_replica_loses_only_the_calls_already_routed_to_it() {
     }
 }
 
-/// eval-admission's serving-certificate reloads, summed over its pods (their
-/// admin port, on the pod network this test runs beside).
+/// eval-admission's serving-certificate reloads, summed over its serving
+/// pods (their admin port, on the pod network this test runs beside); an
+/// error unless all [`REPLICAS`] serve and answer, so a sum never leaves one
+/// out. A read, to be retried inside a poll.
 fn certificate_reloads(plane: &ControlPlane) -> Result<u64> {
-    let pods: Value = serde_json::from_str(&plane.run(
-        &["get", "pods", "-n", INSTALL_NAMESPACE, "-l", "app.kubernetes.io/name=eval-admission", "-o", "json"],
-        None,
-    )?)?;
+    let pods = eval_admission_pods(plane)?;
+    let names: Vec<&str> = pods.iter().map(|pod| pod.name.as_str()).collect();
+    ensure!(pods.len() == REPLICAS, "{} of {REPLICAS} replicas serve: {names:?}", pods.len());
     let mut total = 0;
-    for pod in pods["items"].as_array().into_iter().flatten() {
-        let ip = pod["status"]["podIP"].as_str().context("a pod IP")?;
-        let mut stream = std::net::TcpStream::connect((ip, 8080))?;
-        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-        write!(stream, "GET /metrics HTTP/1.0\r\nHost: {ip}\r\n\r\n")?;
-        let mut metrics = String::new();
-        stream.read_to_string(&mut metrics)?;
+    for pod in &pods {
+        let metrics = http_body(&pod.ip, 8080, "/metrics")?;
         total += metrics
             .lines()
             .find_map(|line| line.strip_prefix("eval_admission_tls_certificate_reloads_total "))
-            .context("the reload counter")?
+            .with_context(|| format!("no reload counter in {}'s metrics", pod.name))?
             .trim()
             .parse::<u64>()?;
     }
     Ok(total)
+}
+
+/// [`certificate_reloads`], retried until both replicas answer.
+fn read_certificate_reloads(plane: &ControlPlane) -> Result<u64> {
+    poll_retrying(
+        "the serving replicas' certificate reload counters",
+        Duration::from_secs(60),
+        Duration::from_millis(500),
+        || Ok(()),
+        || certificate_reloads(plane),
+    )
 }
 
 /// The default install (`kubectl apply -k manifests/`, cert-manager's) over
@@ -445,29 +478,27 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     // left in the Secret ("up to date") instead of issuing its own.
     plane.run(&["delete", "secret", "eval-admission-tls", "-n", INSTALL_NAMESPACE], None).unwrap();
     // Issued, and caBundle the issuing CA in both configurations.
-    let injected = || {
-        let certificate = get(plane, "certificate", INSTALL_NAMESPACE, "eval-admission").ok()?;
-        let secret = get(plane, "secret", INSTALL_NAMESPACE, "eval-admission-tls").ok()?;
-        let ca = secret["data"]["ca.crt"].as_str()?.to_string();
-        let bundles_match = ["mutatingwebhookconfiguration", "validatingwebhookconfiguration"]
+    let injected = || -> Result<()> {
+        let certificate = get(plane, "certificate", INSTALL_NAMESPACE, "eval-admission")?;
+        ensure!(condition_true(&certificate, "Ready"), "the Certificate is not Ready: {}", certificate["status"]);
+        let secret = get(plane, "secret", INSTALL_NAMESPACE, "eval-admission-tls")?;
+        let ca = secret["data"]["ca.crt"].as_str().context("no ca.crt in the Secret")?;
+        for (kind, name) in ["mutatingwebhookconfiguration", "validatingwebhookconfiguration"]
             .iter()
             .zip(["eval-admission-mutating", "eval-admission-validating"])
-            .all(|(kind, name)| {
-                let configuration: Option<Value> = plane
-                    .run(&["get", kind, name, "-o", "json"], None)
-                    .ok()
-                    .and_then(|text| serde_json::from_str(&text).ok());
-                configuration.is_some_and(|c| {
-                    c["webhooks"]
-                        .as_array()
-                        .is_some_and(|hooks| hooks.iter().all(|w| w["clientConfig"]["caBundle"] == ca.as_str()))
-                })
-            });
-        (condition_true(&certificate, "Ready") && bundles_match).then_some(())
+        {
+            let configuration: Value = serde_json::from_str(&plane.run(&["get", kind, name, "-o", "json"], None)?)?;
+            let hooks = configuration["webhooks"].as_array().with_context(|| format!("{name} has no webhooks"))?;
+            ensure!(
+                hooks.iter().all(|w| w["clientConfig"]["caBundle"] == ca),
+                "{name}'s caBundle is not the issuing CA yet"
+            );
+        }
+        Ok(())
     };
     // cert-manager retries its CA Issuer with a growing backoff until the CA's
     // Secret exists: on a busy machine that can take minutes.
-    poll(
+    poll_retrying(
         "cert-manager's certificate and caBundle",
         Duration::from_secs(300),
         Duration::from_secs(1),
@@ -484,7 +515,7 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     wait_available(plane, 2, Duration::from_secs(180)).unwrap();
 
     let ns = queue_namespace(plane, "1").unwrap();
-    let before = certificate_reloads(plane).unwrap();
+    let before = read_certificate_reloads(plane).unwrap();
     let certificate = ["patch", "certificate", "eval-admission", "-n", INSTALL_NAMESPACE, "--type=merge", "-p"];
     let renew_every_10s = r#"{"spec":{"duration":"1h","renewBefore":"59m50s"}}"#;
     plane.run(&[&certificate[..], &[renew_every_10s]].concat(), None).unwrap();
@@ -492,8 +523,12 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, pace, move || {
         // Both replicas have loaded a renewed pair, and once more.
         let plane = &environment().plane;
-        let renewed = || (certificate_reloads(plane).ok()? >= before + 4).then_some(());
-        poll(
+        let renewed = || {
+            let now = certificate_reloads(plane)?;
+            ensure!(now >= before + 4, "{now} reloads, {before} before the renewals began");
+            Ok(())
+        };
+        poll_retrying(
             "renewed certificates in both replicas",
             Duration::from_secs(240),
             Duration::from_secs(1),
@@ -504,7 +539,8 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     .await
     .unwrap();
     plane.run(&[&certificate[..], &[r#"{"spec":{"duration":"2160h","renewBefore":"720h"}}"#]].concat(), None).unwrap();
-    let reloads = certificate_reloads(plane).unwrap() - before;
+    let after = read_certificate_reloads(plane).unwrap();
+    let reloads = after.checked_sub(before).unwrap_or_else(|| panic!("{after} reloads, fewer than {before} before"));
     eprintln!("certificate renewal: {created} creates, {} failed, {reloads} reloads", failures.len());
     assert!(created >= 1000, "{created}");
     assert!(failures.is_empty(), "{failures:#?}");

@@ -21,14 +21,17 @@
 #![allow(dead_code)]
 
 use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::{Value, json};
 
 use super::control_plane::{
-    ControlPlane, Kubectl, Network, Process, Usage, build, built, free_port, http_ok, poll, repo, tail, webhooks_by_url,
+    ControlPlane, Kubectl, Network, Process, Usage, build, built, condition_true, free_port, poll, repo, tail,
+    webhooks_by_url,
 };
 
 /// The node's name and address (on the bridge hack/in-node-netns.sh makes).
@@ -270,23 +273,29 @@ impl Node {
             controller_manager.check_running()?;
             scheduler.check_running()
         };
-        poll("the kubelet's /healthz", Duration::from_secs(120), Duration::from_millis(250), &mut alive, || {
-            http_ok(kubelet_healthz, "/healthz").then_some(())
-        })?;
+        poll_retrying(
+            "the kubelet's /healthz",
+            Duration::from_secs(120),
+            Duration::from_millis(250),
+            &mut alive,
+            || http_body("127.0.0.1", kubelet_healthz, "/healthz").map(drop),
+        )?;
         // Ready, untainted (the node lifecycle controller lifts not-ready), and
         // the default ServiceAccount made (pods are refused until it exists).
-        poll(
+        poll_retrying(
             "the node to be Ready and take pods",
             Duration::from_secs(180),
             Duration::from_millis(500),
             &mut alive,
             || {
-                let node: Value =
-                    serde_json::from_str(&plane.run(&["get", "node", NODE_NAME, "-o", "json"], None).ok()?).ok()?;
-                let ready = super::control_plane::condition_true(&node, "Ready");
-                let tainted = node["spec"]["taints"].as_array().is_some_and(|taints| !taints.is_empty());
-                let account = plane.run(&["get", "serviceaccount", "default", "-n", "default"], None).is_ok();
-                (ready && !tainted && account).then_some(())
+                let node: Value = serde_json::from_str(&plane.run(&["get", "node", NODE_NAME, "-o", "json"], None)?)?;
+                let ready =
+                    node["status"]["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == "Ready"));
+                ensure!(condition_true(&node, "Ready"), "not Ready: {ready:?}");
+                let taints = &node["spec"]["taints"];
+                ensure!(taints.as_array().is_none_or(|taints| taints.is_empty()), "tainted: {taints}");
+                plane.run(&["get", "serviceaccount", "default", "-n", "default"], None)?;
+                Ok(())
             },
         )?;
         Ok(Self { images, ctr, socket, pod_logs, scheduler, controller_manager, proxy, kubelet, containerd })
@@ -314,6 +323,107 @@ impl Node {
     pub fn kubelet_log(&self, lines: usize) -> String {
         tail(&self.kubelet.log, lines)
     }
+}
+
+/// A pod that serves now, as [`serving_pods`] found it.
+pub struct ServingPod {
+    pub name: String,
+    pub ip: String,
+    /// The pod as listed.
+    pub pod: Value,
+}
+
+impl ServingPod {
+    /// The ID of its container `name` (`containerd://ID`) and how often the
+    /// kubelet has restarted it.
+    pub fn container(&self, name: &str) -> Result<(String, u64)> {
+        let status = self.pod["status"]["containerStatuses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|status| status["name"] == name)
+            .with_context(|| format!("pod {} has no container {name}", self.name))?;
+        ensure!(
+            !status["state"]["running"].is_null(),
+            "pod {}'s {name} is not running: {}",
+            self.name,
+            status["state"]
+        );
+        let id = status["containerID"].as_str().with_context(|| format!("pod {}'s {name} has no ID", self.name))?;
+        Ok((id.to_string(), status["restartCount"].as_u64().unwrap_or_default()))
+    }
+}
+
+/// The pods in `namespace` matching `selector` that serve: Running, Ready,
+/// not being deleted, with an address. The only way the node tests pick a
+/// pod to connect to or act on: a pod listed right after a rollout can be an
+/// old one already terminating, whose address no longer routes ("No route to
+/// host"), or a new one not ready yet.
+pub fn serving_pods(kubectl: &Kubectl, namespace: &str, selector: &str) -> Result<Vec<ServingPod>> {
+    let listed: Value =
+        serde_json::from_str(&kubectl.run(&["get", "pods", "-n", namespace, "-l", selector, "-o", "json"], None)?)?;
+    let Some(items) = listed["items"].as_array() else { bail!("no items in the pod list: {listed}") };
+    Ok(items
+        .iter()
+        .filter(|pod| {
+            pod["status"]["phase"] == "Running"
+                && condition_true(pod, "Ready")
+                && pod["metadata"]["deletionTimestamp"].is_null()
+        })
+        .filter_map(|pod| {
+            let ip = pod["status"]["podIP"].as_str().filter(|ip| !ip.is_empty())?;
+            let name = pod["metadata"]["name"].as_str()?;
+            Some(ServingPod { name: name.to_string(), ip: ip.to_string(), pod: pod.clone() })
+        })
+        .collect())
+}
+
+/// [`poll`] for a check that reads over the network (kubectl, an HTTP GET to
+/// a pod): every error is "not yet", retried until `timeout` (a read that
+/// fails once, as a pod going away makes it, is not the test's answer), and
+/// the timeout says what the last attempt found. A check that is not
+/// satisfied yet says so as an error too, with what it saw.
+pub fn poll_retrying<T>(
+    what: &str,
+    timeout: Duration,
+    every: Duration,
+    alive: impl FnMut() -> Result<()>,
+    mut check: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    let mut last = None;
+    let (mut attempts, mut failed) = (0, 0);
+    let result = poll(what, timeout, every, alive, || {
+        attempts += 1;
+        check()
+            .map_err(|error| {
+                failed += 1;
+                last = Some(error);
+            })
+            .ok()
+    });
+    result.map_err(|error| match last {
+        Some(last) => anyhow!("{error:#}; {failed} of {attempts} attempts failed, the last: {last:#}"),
+        None => error,
+    })
+}
+
+/// The body of `GET http://HOST:PORT/PATH` when it answers 200; anything
+/// else (no route, refused, a timeout, another status) is an error naming
+/// the address.
+pub fn http_body(host: &str, port: u16, path: &str) -> Result<String> {
+    let address: SocketAddr = format!("{host}:{port}").parse().with_context(|| format!("address {host}:{port}"))?;
+    let attempt = || -> Result<String> {
+        let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        let (head, body) = response.split_once("\r\n\r\n").context("no end of the headers")?;
+        let status = head.lines().next().unwrap_or_default();
+        ensure!(status.starts_with("HTTP/1.") && status.get(9..12) == Some("200"), "answered {status:?}");
+        Ok(body.to_string())
+    };
+    attempt().with_context(|| format!("GET http://{address}{path}"))
 }
 
 /// The images, built from `server` (hack/build-images.sh skips what is current).
@@ -446,12 +556,12 @@ impl JobSetController {
             &["--config".into(), config.into_os_string(), "--zap-log-level=2".into()],
             &[("KUBECONFIG", kubeconfig.into_os_string())],
         )?;
-        poll(
+        poll_retrying(
             "the JobSet controller's /readyz",
             Duration::from_secs(120),
             Duration::from_millis(250),
             || process.check_running(),
-            || http_ok(health_port, "/readyz").then_some(()),
+            || http_body("127.0.0.1", health_port, "/readyz").map(drop),
         )?;
         let objects = webhooks_by_url(
             plane,
