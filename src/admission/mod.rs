@@ -21,8 +21,7 @@ use std::task::{Context, Poll, Waker};
 
 use json_patch::Patch;
 
-use crate::cluster::Absent;
-use crate::cluster::ClusterView;
+use crate::cluster::{Absent, ClusterView};
 use crate::config::Config;
 use crate::rules::{self, Denial, Subject, Verdict};
 use crate::vocabulary::reason::{Enforcement, Reason};
