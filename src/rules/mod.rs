@@ -1,9 +1,11 @@
 //! The policy: pure functions from a workload and a [`ClusterView`] to a
 //! [`Verdict`]. One file per predicate (queue, admissibility, exposure,
-//! priority, suspend, update guards); this file is the one place that says in
-//! what order they run, through the three entry points the webhooks call:
+//! priority, ownership, suspend, update guards, evictions), and what they all
+//! return in `verdict`; this file is the one place that says in what order
+//! they run, through the three entry points the webhooks call:
 //! [`mutate_create`], [`validate_create`] and [`validate_update`]. Nothing here
-//! does I/O, and `admission/` only decodes, calls one of them and encodes.
+//! does I/O: `admission/` decodes, calls one of them, has the caller confirm a
+//! missing object, and encodes.
 //!
 //! [`ClusterView`]: crate::cluster::ClusterView
 
