@@ -25,6 +25,8 @@ use common::node::{
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
+use testkit::workload::pod_spec;
+use testkit::{JobBuilder, JobSetBuilder};
 
 /// The release identity the shipped policy config lets unsuspend
 /// (manifests/base/config.yaml `kueueControllerUsernames`).
@@ -176,19 +178,26 @@ fn queue_namespace(plane: &ControlPlane, cpu: &str) -> Result<String> {
     Ok(ns)
 }
 
-/// An EvalHub-shaped Job (its labels, one container, no queue) running `script`.
-fn evaluation(name: &str, image: &str, cpu: &str, script: &str) -> Value {
-    json!({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "labels": {"app": "evalhub", "component": "evaluation-job"}},
-        "spec": {"backoffLimit": 0, "template": {
-            "metadata": {"labels": {"app": "evalhub", "component": "evaluation-job"}},
-            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [{
-                "name": "adapter", "image": image, "imagePullPolicy": "Never",
-                "command": ["sh", "-c", script],
-                "resources": {"requests": {"cpu": cpu, "memory": "16Mi"}},
-            }]}}},
-    })
+/// A pod for this node: one container `container` from the node's preloaded
+/// `image` running `script`, asking for `cpu`, and a 1 s grace period so the
+/// tests' deletes end quickly.
+fn node_pod(container: &str, image: &str, cpu: &str, script: &str) -> Value {
+    let mut pod = pod_spec(container, image, Some(json!({"cpu": cpu, "memory": "16Mi"})), None);
+    pod["terminationGracePeriodSeconds"] = json!(1);
+    pod["containers"][0]["imagePullPolicy"] = json!("Never");
+    pod["containers"][0]["command"] = json!(["sh", "-c", script]);
+    pod
+}
+
+/// An EvalHub-shaped Job in `ns` (its labels on the Job and the pod, one
+/// container, no queue) running `script`.
+fn evaluation(ns: &str, name: &str, image: &str, cpu: &str, script: &str) -> Value {
+    JobBuilder::new(ns, name)
+        .labels(&[("app", "evalhub"), ("component", "evaluation-job")])
+        .pod_labels_from_job()
+        .backoff_limit(0)
+        .pod(node_pod("adapter", image, cpu, script))
+        .build()
 }
 
 /// Creates `object` in `ns` after checking, by a server-side dry run (which
@@ -233,7 +242,7 @@ fn create_queued_and_run(
 fn an_evaluation_is_queued_admitted_and_runs_to_completion() {
     let env = environment();
     let ns = queue_namespace(&env.plane, "1").unwrap();
-    let job = evaluation("evaluation", &env.node.images.busybox, "100m", "echo evaluated");
+    let job = evaluation(&ns, "evaluation", &env.node.images.busybox, "100m", "echo evaluated");
     let done = create_queued_and_run(env, &ns, &job, "job", "Complete", Duration::from_secs(180));
     assert_eq!(done["status"]["succeeded"], 1, "{done}");
     assert_eq!(done["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "evaluations", "{done}");
@@ -249,20 +258,12 @@ fn an_evaluation_is_queued_admitted_and_runs_to_completion() {
 fn a_jobset_is_queued_and_its_jobs_run_to_completion() {
     let env = environment();
     let ns = queue_namespace(&env.plane, "1").unwrap();
-    let pod = |script: &str| {
-        json!({"spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [{
-            "name": "aiperf", "image": env.node.images.busybox, "imagePullPolicy": "Never",
-            "command": ["sh", "-c", script], "resources": {"requests": {"cpu": "100m", "memory": "16Mi"}}}]}})
-    };
-    let replicated = |name: &str, replicas: u32| {
-        json!({"name": name, "replicas": replicas,
-               "template": {"spec": {"backoffLimit": 0, "template": pod(&format!("echo {name} done"))}}})
-    };
-    let jobset = json!({
-        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-        "metadata": {"name": "benchmark", "labels": {"app": "aiperf"}},
-        "spec": {"replicatedJobs": [replicated("leader", 1), replicated("workers", 2)]},
-    });
+    let replicated = |name: &str| json!({"backoffLimit": 0, "template": {"spec": node_pod("aiperf", &env.node.images.busybox, "100m", &format!("echo {name} done"))}});
+    let jobset = JobSetBuilder::new(&ns, "benchmark")
+        .label("app", "aiperf")
+        .replicated_job("leader", 1, replicated("leader"))
+        .replicated_job("workers", 2, replicated("workers"))
+        .build();
     let done = create_queued_and_run(env, &ns, &jobset, "jobset", "Completed", Duration::from_secs(240));
     let workload = workload(&env.plane, &ns, "JobSet", "benchmark").unwrap().expect("Kueue's Workload");
     assert!(condition_true(&workload, "Admitted"), "{workload}");
@@ -311,8 +312,9 @@ async fn creates_during(
                 if index >= total && event_done.load(Ordering::SeqCst) {
                     break;
                 }
-                let job: Job = serde_json::from_value(evaluation(&format!("load-{index}"), image, "1", "sleep 3600"))
-                    .expect("a Job");
+                let job: Job =
+                    serde_json::from_value(evaluation(namespace, &format!("load-{index}"), image, "1", "sleep 3600"))
+                        .expect("a Job");
                 if let Err(error) = jobs.create(&PostParams::default(), &job).await {
                     failures
                         .lock()
