@@ -568,7 +568,7 @@ func prepareFilledEarlier(ctx context.Context, c *cluster, wl *kueue.Workload) (
 	}
 	for i, flavor := range slices.Sorted(maps.Keys(byFlavor)) {
 		f := probeWorkload(fmt.Sprintf("oracle-filler-earlier-%d", i), wl.Namespace, string(wl.Spec.QueueName), evalPriority,
-			byFlavor[flavor], nodeSelectorFor(c, flavor), submittedAt.Add(-time.Second))
+			byFlavor[flavor], nodeSelectorFor(c, flavor), tolerationsFor(c, flavor), submittedAt.Add(-time.Second))
 		if err := env.submit(f); err != nil {
 			return nil, false, err
 		}
@@ -620,7 +620,7 @@ func prepareAllEarlier(ctx context.Context, c *cluster, wl *kueue.Workload, targ
 		}
 		pod := f.Spec.PodSets[0].Template.Spec
 		earlier := probeWorkload(f.Name, f.Namespace, string(f.Spec.QueueName), evalPriority,
-			pod.Containers[0].Resources.Requests, pod.NodeSelector, submittedAt.Add(-time.Second))
+			pod.Containers[0].Resources.Requests, pod.NodeSelector, pod.Tolerations, submittedAt.Add(-time.Second))
 		if err := env.submit(earlier); err != nil {
 			return nil, false, err
 		}
@@ -664,7 +664,7 @@ func fillTo(ctx context.Context, env *kueueEnv, c *cluster, usage resources.Flav
 	top := availablePriorities(c)[0]
 	for i, flavor := range slices.Sorted(maps.Keys(byFlavor)) {
 		f := probeWorkload(fmt.Sprintf("oracle-filler-%s-%d", tag, i), namespace, queue, top,
-			byFlavor[flavor], nodeSelectorFor(c, flavor), submittedAt.Add(time.Second))
+			byFlavor[flavor], nodeSelectorFor(c, flavor), tolerationsFor(c, flavor), submittedAt.Add(time.Second))
 		if err := env.submit(f); err != nil {
 			return false, err
 		}
@@ -720,7 +720,7 @@ func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, targets []pro
 		selector = nodeSelectorFor(c, p.flavor)
 	}
 	pw := probeWorkload("oracle-probe", p.namespace, p.localQueue, p.priority,
-		corev1.ResourceList{p.resource: quantity(p.resource, p.amount)}, selector, created)
+		corev1.ResourceList{p.resource: quantity(p.resource, p.amount)}, selector, tolerationsFor(c, p.flavor), created)
 	if err := env.submit(pw); err != nil {
 		return "", err
 	}
@@ -744,7 +744,7 @@ func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, targets []pro
 	return "", nil
 }
 
-func probeWorkload(name, namespace, queue string, prio int32, requests corev1.ResourceList, nodeSelector map[string]string, created time.Time) *kueue.Workload {
+func probeWorkload(name, namespace, queue string, prio int32, requests corev1.ResourceList, nodeSelector map[string]string, tolerations []corev1.Toleration, created time.Time) *kueue.Workload {
 	return &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: namespace, UID: types.UID("uid-" + namespace + "-" + name),
@@ -758,6 +758,7 @@ func probeWorkload(name, namespace, queue string, prio int32, requests corev1.Re
 				Count: 1,
 				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 					NodeSelector: nodeSelector,
+					Tolerations:  tolerations,
 					Containers: []corev1.Container{{
 						Name:      "probe",
 						Resources: corev1.ResourceRequirements{Requests: requests},
@@ -776,6 +777,25 @@ func nodeSelectorFor(c *cluster, flavor kueue.ResourceFlavorReference) map[strin
 		}
 	}
 	return nil
+}
+
+// tolerationsFor: what a workload aimed at flavor must carry to enter it, a
+// toleration of each of its taints. Without them a tainted flavor could never
+// hold a probe or a filler, and would look safe only because the judge could
+// not reach it; a real user submits with the tolerations (the flavor's own
+// spec.tolerations do not matter here: Kueue adds them to what it admits).
+func tolerationsFor(c *cluster, flavor kueue.ResourceFlavorReference) []corev1.Toleration {
+	var tolerations []corev1.Toleration
+	for _, rf := range c.flavors {
+		if rf.Name != string(flavor) {
+			continue
+		}
+		for _, taint := range rf.Spec.NodeTaints {
+			tolerations = append(tolerations, corev1.Toleration{Key: taint.Key, Operator: corev1.TolerationOpEqual,
+				Value: taint.Value, Effect: taint.Effect})
+		}
+	}
+	return tolerations
 }
 
 // quantity turns Kueue's int64 amount back into a Quantity (cpu in millicores).
