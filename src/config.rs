@@ -66,6 +66,9 @@ pub struct Submitters {
     pub queue: Option<String>,
     /// How they choose the priority.
     pub priority: Option<String>,
+    /// How they choose where pods run (node selector, affinity, tolerations).
+    #[serde(default)]
+    pub placement: Option<String>,
 }
 
 /// Which of the two settings a denial asks a submitter to change.
@@ -73,6 +76,7 @@ pub struct Submitters {
 pub enum Setting {
     Queue,
     Priority,
+    Placement,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -115,6 +119,7 @@ impl Default for Selection {
                         who: "EvalHub users".into(),
                         queue: Some(EVALHUB_QUEUE.into()),
                         priority: Some(EVALHUB_PRIORITY.into()),
+                        placement: Some(EVALHUB_PLACEMENT.into()),
                     }),
                 },
                 Selector {
@@ -150,13 +155,22 @@ impl Default for Selection {
 /// hardware profile's Kueue priority become the Job's labels.
 const EVALHUB_QUEUE: &str = "set queue.name in the evaluation request";
 const EVALHUB_PRIORITY: &str = "choose another hardware profile (it sets the priority)";
+/// A hardware profile of type Node writes the Job's nodeSelector and tolerations.
+const EVALHUB_PLACEMENT: &str =
+    "choose a hardware profile whose node selector and tolerations fit one of those flavors";
 
-/// AIPerf (0.13.0): the CLI flags and the AIPerfJob fields they fill.
+/// AIPerf (0.13.0): the CLI flags and the AIPerfJob fields they fill
+/// (aiperf `config/kube.py`, `PodTemplateConfig`).
 fn aiperf_submitters() -> Submitters {
     Submitters {
         who: "AIPerf users".into(),
         queue: Some("pass --queue-name (spec.scheduling.queueName)".into()),
         priority: Some("pass --priority-class (spec.scheduling.priorityClass)".into()),
+        placement: Some(
+            "pass --node-selector and --tolerations (spec.podTemplate nodeSelector, tolerations and affinity) that fit \
+             one of those flavors"
+                .into(),
+        ),
     }
 }
 
@@ -271,6 +285,7 @@ impl Selected<'_> {
             .filter_map(|setting| match setting {
                 Setting::Queue => submitters.queue.as_deref(),
                 Setting::Priority => submitters.priority.as_deref(),
+                Setting::Placement => submitters.placement.as_deref(),
             })
             .collect();
         if hows.is_empty() { String::new() } else { format!(" {}: {}.", submitters.who, hows.join(", or ")) }

@@ -8,6 +8,7 @@
 pub mod active;
 pub mod kueue_config;
 pub mod objects;
+pub mod placement;
 pub mod quota;
 pub mod selector;
 mod state;

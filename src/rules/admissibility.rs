@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use super::verdict::{Denial, RequestAtMost, Subject, WayOut};
 use crate::cluster::active::{MissingObject, inactive_reason, only_missing_object};
+use crate::cluster::placement::{self, Described};
 use crate::cluster::quota::{Usage, nominal};
 use crate::cluster::{Absent, ClusterQueue, ClusterView, NamespaceSelector, StopPolicy};
 use crate::vocabulary::quantity;
@@ -195,7 +196,16 @@ fn assign_flavors(
             // no more fits there (this pod set alone, as Kueue would assign it).
             let mut fits_in: Option<BTreeMap<String, i64>> = None;
             let mut chosen: Option<(&str, bool)> = None;
+            // Flavors the pod set's placement rules out, before quota is counted.
+            let mut misfits = Vec::new();
             for flavor in &group.flavors {
+                if let Some(resource_flavor) = view.resource_flavor(&flavor.name)
+                    && let Some(misfit) = placement::misfit(resource_flavor, &pod_set.placement)
+                {
+                    misfits
+                        .push(Described { name: &flavor.name, flavor: resource_flavor, misfit: &misfit }.to_string());
+                    continue;
+                }
                 let mut fits = true;
                 let mut borrows = false;
                 for (name, amount) in &group_requests {
@@ -243,6 +253,17 @@ fn assign_flavors(
                 }
             }
             let Some((flavor, _)) = chosen else {
+                if misfits.len() == group.flavors.len() {
+                    return Err(Inadmissible::new(
+                        Reason::NoMatchingFlavor,
+                        format!(
+                            "pod set '{}' fits no flavor that could give it {resource}: {}",
+                            pod_set.name,
+                            misfits.join("; ")
+                        ),
+                    ));
+                }
+                shortfalls.extend(misfits);
                 let fix = fits_in
                     .filter(|_| pod_sets.len() == 1)
                     .map(|total| RequestAtMost { pod_set: pod_set.name.clone(), total });
@@ -458,5 +479,55 @@ mod tests {
         );
         let exposed = message("Any");
         assert!(!exposed.contains("request at most"), "{exposed}");
+    }
+
+    /// Two GPU flavors, one tainted, in a queue of their own.
+    const GPU_FLAVORS: &str = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: h100}\n\
+        spec: {nodeLabels: {nvidia.com/gpu.product: H100}, nodeTaints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]}\n\
+        ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: a100}\nspec: {nodeLabels: {nvidia.com/gpu.product: A100}}\n\
+        ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: gpu-cq}\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n\
+        \x20 - {coveredResources: [cpu, memory], flavors: [{name: default-flavor, resources: [{name: cpu, nominalQuota: 8}, {name: memory, nominalQuota: 64Gi}]}]}\n\
+        \x20 - {coveredResources: [nvidia.com/gpu], flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}, \
+        {name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]}\n\
+        ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: gpus, namespace: team-a-namespace}\nspec: {clusterQueue: gpu-cq}\n";
+
+    fn gpu_job_denial(pod: serde_json::Value) -> Result<Vec<String>, crate::rules::verdict::Denial> {
+        let state = state_with(&[SEED_STATE, GPU_FLAVORS]);
+        let mut job = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "gpus")], None);
+        let spec = &mut job["spec"]["template"]["spec"];
+        spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = serde_json::json!("1");
+        for (key, value) in pod.as_object().unwrap() {
+            spec[key] = value.clone();
+        }
+        let job: crate::workload::Workload = serde_json::from_value(job).unwrap();
+        check_queued(&state, job_subject(&job))
+    }
+
+    #[test]
+    fn a_pod_set_no_flavor_can_place_is_refused_with_each_flavors_cause() {
+        let denial =
+            gpu_job_denial(serde_json::json!({"nodeSelector": {"nvidia.com/gpu.product": "L40S"}})).unwrap_err();
+        assert_eq!(denial.reason, Reason::NoMatchingFlavor, "{}", denial.message);
+        assert!(
+            denial.message.contains(
+                "in ClusterQueue 'gpu-cq' (via LocalQueue 'gpus'), pod set 'main' fits no flavor that could give it \
+                 nvidia.com/gpu: flavor h100 has taint nvidia.com/gpu=present:NoSchedule, which the pod template does \
+                 not tolerate; flavor a100 has nvidia.com/gpu.product=A100, where the pod template's nodeSelector \
+                 asks for nvidia.com/gpu.product=\"L40S\", so Kueue would never admit it."
+            ),
+            "{}",
+            denial.message
+        );
+        // Placed on a flavor that exists, or left to Kueue (the untainted a100), it is admitted.
+        assert!(gpu_job_denial(serde_json::json!({"nodeSelector": {"nvidia.com/gpu.product": "A100"}})).is_ok());
+        assert!(gpu_job_denial(serde_json::json!({})).is_ok());
+        let affinity = serde_json::json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["H100"]}]}]}}}});
+        let denial = gpu_job_denial(affinity).unwrap_err();
+        assert_eq!(denial.reason, Reason::NoMatchingFlavor, "{}", denial.message);
+        assert!(denial.message.contains("flavor a100 has node labels nvidia.com/gpu.product=A100, which the pod template's required node affinity excludes"), "{}", denial.message);
+        let tolerated = serde_json::json!({"nodeSelector": {"nvidia.com/gpu.product": "H100"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]});
+        assert!(gpu_job_denial(tolerated).is_ok());
     }
 }

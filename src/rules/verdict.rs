@@ -54,7 +54,8 @@ impl Denial {
             .ways_out
             .iter()
             .any(|way| matches!(way, WayOut::WorkloadPriorityClass(_) | WayOut::PodPriorityClass { .. }));
-        [(by_queue, Setting::Queue), (by_priority, Setting::Priority)]
+        let by_placement = self.reason == Reason::NoMatchingFlavor;
+        [(by_queue, Setting::Queue), (by_priority, Setting::Priority), (by_placement, Setting::Placement)]
             .into_iter()
             .filter_map(|(offered, setting)| offered.then_some(setting))
             .collect()

@@ -8,5 +8,6 @@ pub mod kueue;
 pub mod own_names;
 pub mod quantity;
 pub mod reason;
+pub mod scheduling;
 pub mod text;
 pub mod yaml;

@@ -34,6 +34,7 @@ pub enum Reason {
     ClusterQueueInactive,
     NamespaceNotSelected,
     ResourceUncovered,
+    NoMatchingFlavor,
     ExceedsQuota,
     NamespaceNotManaged,
     IntegrationDisabled,
@@ -70,6 +71,7 @@ impl Reason {
             Self::ClusterQueueInactive => "cluster-queue-inactive",
             Self::NamespaceNotSelected => "namespace-not-selected",
             Self::ResourceUncovered => "resource-uncovered",
+            Self::NoMatchingFlavor => "no-matching-flavor",
             Self::ExceedsQuota => "exceeds-quota",
             Self::NamespaceNotManaged => "namespace-not-managed",
             Self::IntegrationDisabled => "integration-disabled",
@@ -85,7 +87,7 @@ impl Reason {
 
 impl Reason {
     /// Every reason, in declaration order.
-    pub const ALL: [Reason; 31] = [
+    pub const ALL: [Reason; 32] = [
         Self::NotAWorkload,
         Self::Subresource,
         Self::OperationNotReviewed,
@@ -108,6 +110,7 @@ impl Reason {
         Self::ClusterQueueInactive,
         Self::NamespaceNotSelected,
         Self::ResourceUncovered,
+        Self::NoMatchingFlavor,
         Self::ExceedsQuota,
         Self::NamespaceNotManaged,
         Self::IntegrationDisabled,
@@ -139,6 +142,7 @@ impl Reason {
                 | Self::ClusterQueueInactive
                 | Self::NamespaceNotSelected
                 | Self::ResourceUncovered
+                | Self::NoMatchingFlavor
                 | Self::ExceedsQuota
                 | Self::NamespaceNotManaged
                 | Self::IntegrationDisabled

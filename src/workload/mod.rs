@@ -6,6 +6,7 @@
 
 mod decode;
 mod kind;
+mod placement;
 mod requests;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use serde_json::Value;
 pub(crate) use decode::decoded_from_objects_only;
 pub use decode::{Tolerant, TolerantList};
 pub use kind::WorkloadKind;
+pub use placement::Placement;
 pub use requests::PodSetRequests;
 
 use crate::vocabulary::kueue::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
@@ -152,6 +154,14 @@ pub struct PodSpec {
     /// Pod-level resources (KEP-2837).
     #[serde(default)]
     pub resources: Option<Tolerant<ResourceRequirements>>,
+    /// Where its pods may run: read raw, and only when Kueue matches the pod
+    /// set against flavors ([`Placement`]), since most workloads have none.
+    #[serde(default)]
+    pub node_selector: Option<Value>,
+    #[serde(default)]
+    pub affinity: Option<Value>,
+    #[serde(default)]
+    pub tolerations: Option<Value>,
 }
 
 /// A container or init container, pruned to what Kueue's request totals read.

@@ -7,7 +7,8 @@ use std::fmt;
 use serde_json::Value;
 
 use super::{
-    Container, PodSpec, ResourceList, ResourceRequirements, Text, Tolerant, TolerantList, Workload, WorkloadKind,
+    Container, Placement, PodSpec, ResourceList, ResourceRequirements, Text, Tolerant, TolerantList, Workload,
+    WorkloadKind,
 };
 use crate::vocabulary::kueue::DEFAULT_POD_SET_NAME;
 use crate::vocabulary::quantity::{self, Quantity};
@@ -40,13 +41,15 @@ pub struct PodSetRequests {
     pub per_pod: BTreeMap<Text, i64>,
     /// `per_pod` times `count` (in Kueue's units, saturating), milli-units.
     pub total: BTreeMap<Text, i64>,
+    /// Where its pods may run: Kueue skips a flavor it does not match.
+    pub placement: Placement,
 }
 
 /// Exact per-pod requests before Kueue's integer conversion.
 type ExactRequests = BTreeMap<Text, Quantity>;
 
 impl PodSetRequests {
-    fn new(name: String, count: i64, min_count: Option<i64>, requests: &ExactRequests) -> Self {
+    fn new(name: String, count: i64, min_count: Option<i64>, requests: &ExactRequests, placement: Placement) -> Self {
         let mut per_pod = BTreeMap::new();
         let mut total = BTreeMap::new();
         for (resource, quantity) in requests {
@@ -56,7 +59,7 @@ impl PodSetRequests {
             per_pod.insert(resource.clone(), quantity::units_to_milli(resource, value));
             total.insert(resource.clone(), quantity::units_to_milli(resource, scaled));
         }
-        Self { name, count, min_count, per_pod, total }
+        Self { name, count, min_count, per_pod, total, placement }
     }
 }
 
@@ -266,6 +269,7 @@ impl Workload {
                 )?;
                 let pod_spec = spec.and_then(|spec| spec.template.as_ref()).and_then(|template| template.spec.as_ref());
                 let requests = pod_requests(pod_spec, &"spec.template.spec")?;
+                let placement = Placement::read(pod_spec, &"spec.template.spec")?;
                 // minPodsCount: strconv.Atoi, then int32(..).
                 let min_count = self
                     .metadata
@@ -274,7 +278,7 @@ impl Workload {
                     .and_then(|annotations| annotations.job_min_parallelism.as_deref())
                     .and_then(|value| value.parse::<i64>().ok())
                     .map(|value| i64::from(value as i32));
-                Ok(vec![PodSetRequests::new(DEFAULT_POD_SET_NAME.to_owned(), count, min_count, &requests)])
+                Ok(vec![PodSetRequests::new(DEFAULT_POD_SET_NAME.to_owned(), count, min_count, &requests, placement)])
             }
             WorkloadKind::JobSet => {
                 let mut pod_sets = Vec::new();
@@ -298,8 +302,15 @@ impl Workload {
                         .and_then(|job_spec| job_spec.template.as_ref())
                         .and_then(|template| template.spec.as_ref());
                     let requests = pod_requests(pod_spec, &Field(&path, "template.spec.template.spec"))?;
+                    let placement = Placement::read(pod_spec, &Field(&path, "template.spec.template.spec"))?;
                     // kueue.NewPodSetReference lower-cases the name.
-                    pod_sets.push(PodSetRequests::new(name.to_lowercase(), replicas * per_job, None, &requests));
+                    pod_sets.push(PodSetRequests::new(
+                        name.to_lowercase(),
+                        replicas * per_job,
+                        None,
+                        &requests,
+                        placement,
+                    ));
                 }
                 Ok(pod_sets)
             }

@@ -140,6 +140,8 @@ struct WireResourceFlavorSpec {
     node_labels: Option<BTreeMap<String, String>>,
     #[serde(default)]
     node_taints: Option<Vec<Taint>>,
+    #[serde(default)]
+    tolerations: Option<Vec<Toleration>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -283,6 +285,7 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
             let flavor = ResourceFlavor {
                 node_labels: spec.node_labels.unwrap_or_default(),
                 node_taints: spec.node_taints.unwrap_or_default(),
+                tolerations: spec.tolerations.unwrap_or_default(),
             };
             ClusterObject::ResourceFlavor { name, flavor }
         }

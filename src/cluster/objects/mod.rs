@@ -5,10 +5,9 @@ mod decode;
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-
 use super::kueue_config::KueueConfig;
 use super::selector::LabelSelector;
+pub use crate::vocabulary::scheduling::{Taint, Toleration};
 
 /// A namespace as the rules see it: its default-queue annotation and its labels
 /// (ClusterQueue namespaceSelectors and Kueue's managedJobsNamespaceSelector match them).
@@ -145,21 +144,13 @@ impl ClusterQueue {
     }
 }
 
-/// A ResourceFlavor: the node labels and taints Kueue matches pod sets against.
+/// A ResourceFlavor: the node labels and taints Kueue matches pod sets
+/// against, and the tolerations it adds to every pod set it admits.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ResourceFlavor {
     pub node_labels: BTreeMap<String, String>,
     pub node_taints: Vec<Taint>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
-pub struct Taint {
-    #[serde(default)]
-    pub key: String,
-    #[serde(default)]
-    pub value: Option<String>,
-    #[serde(default)]
-    pub effect: String,
+    pub tolerations: Vec<Toleration>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
