@@ -65,6 +65,9 @@ pub struct Scenario {
 const EVAL_NAMESPACE: &str = "team-a";
 const FLAVORS: [&str; 3] = ["default-flavor", "a100", "h100"];
 const GPU: &str = "nvidia.com/gpu";
+const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
+/// Mixed into the seed for the placement stream.
+const PLACEMENT_STREAM: u64 = 0x7A1E_5EED_0000_0031;
 
 pub fn scenario(seed: u64, index: u64) -> Scenario {
     let mut rng = Rng::for_scenario(seed, index);
@@ -81,6 +84,11 @@ pub fn scenario(seed: u64, index: u64) -> Scenario {
         objects.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}));
     }
 
+    // Placement (node labels, taints, selectors, affinity, tolerations) is
+    // drawn from a stream of its own, so the rest of each set-up is the one
+    // the same seed gave before placement was generated.
+    let mut placing = Rng::for_scenario(seed ^ PLACEMENT_STREAM, index);
+
     // ResourceFlavors.
     let flavor_count = 1 + rng.below(3) as usize;
     let flavors: Vec<&str> = FLAVORS[..flavor_count].to_vec();
@@ -91,7 +99,7 @@ pub fn scenario(seed: u64, index: u64) -> Scenario {
         // Node labels on every flavor, under one key, as a cluster with node
         // pools has them: the judge's probes pin a flavor through them (a
         // nodeSelector excludes a flavor only where their keys meet).
-        let spec = json!({"nodeLabels": {"node-pool": flavor}});
+        let spec = flavor_placement(&mut placing, flavor);
         objects.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
             "metadata": {"name": flavor}, "spec": spec}));
     }
@@ -186,11 +194,12 @@ pub fn scenario(seed: u64, index: u64) -> Scenario {
     } else {
         None
     };
-    let workload = if rng.chance(55) {
+    let mut workload = if rng.chance(55) {
         evalhub_job(&mut rng, index, queue.as_deref(), workload_class, &pod_classes)
     } else {
         aiperf_jobset(&mut rng, index, queue.as_deref(), workload_class, &pod_classes)
     };
+    place_pods(&mut placing, &mut workload);
 
     Scenario { id: format!("s{seed}-{index}"), objects, workload }
 }
@@ -454,4 +463,88 @@ fn aiperf_jobset(
         jobset = jobset.suspend(true);
     }
     jobset.build()
+}
+
+/// A flavor's node labels and taints as GPU node pools carry them: every
+/// flavor its pool label; GPU flavors often the GPU product label (what
+/// EvalHub's hardware profiles and AIPerf users select on) and the GPU
+/// operator's taint, sometimes tolerated by the flavor itself.
+fn flavor_placement(rng: &mut Rng, flavor: &str) -> Value {
+    let mut labels = json!({"node-pool": flavor});
+    let gpu = flavor != "default-flavor";
+    if gpu && rng.chance(60) {
+        labels[GPU_PRODUCT] = json!(flavor.to_uppercase());
+    }
+    let mut spec = json!({"nodeLabels": labels});
+    if rng.chance(if gpu { 45 } else { 5 }) {
+        let effect = *rng.weighted(&[(70, "NoSchedule"), (20, "NoExecute"), (10, "PreferNoSchedule")]);
+        spec["nodeTaints"] = json!([{"key": GPU, "value": "present", "effect": effect}]);
+        if rng.chance(10) {
+            spec["tolerations"] = json!([{"key": GPU, "operator": "Exists"}]);
+        }
+    }
+    spec
+}
+
+/// Each pod template, sometimes: a nodeSelector, a required node affinity
+/// (In, NotIn, Exists, DoesNotExist over the flavors' keys and one no flavor
+/// has), tolerations (right, wrong, or for every taint).
+fn place_pods(rng: &mut Rng, workload: &mut Value) {
+    let templates: Vec<&mut Value> = if workload["kind"] == "Job" {
+        vec![&mut workload["spec"]["template"]["spec"]]
+    } else {
+        workload["spec"]["replicatedJobs"]
+            .as_array_mut()
+            .map(|jobs| jobs.iter_mut().map(|job| &mut job["template"]["spec"]["template"]["spec"]).collect())
+            .unwrap_or_default()
+    };
+    for pod in templates {
+        if !rng.chance(40) {
+            continue;
+        }
+        let value = |rng: &mut Rng, key: &str| -> String {
+            match key {
+                "node-pool" => rng.pick(&["default-flavor", "a100", "h100", "l40s"]).to_string(),
+                GPU_PRODUCT => rng.pick(&["A100", "H100", "L40S"]).to_string(),
+                _ => rng.pick(&["zone-a", "zone-b"]).to_string(),
+            }
+        };
+        let keys = ["node-pool", GPU_PRODUCT, GPU_PRODUCT, "topology.kubernetes.io/zone"];
+        if rng.chance(45) {
+            let key = *rng.pick(&keys);
+            pod["nodeSelector"] = json!({key: value(rng, key)});
+        }
+        if rng.chance(35) {
+            let terms: Vec<Value> = (0..1 + rng.below(2))
+                .map(|_| {
+                    let requirements: Vec<Value> = (0..1 + rng.below(2))
+                        .map(|_| {
+                            let key = *rng.pick(&keys);
+                            match *rng.pick(&["In", "In", "NotIn", "Exists", "DoesNotExist"]) {
+                                operator @ ("Exists" | "DoesNotExist") => json!({"key": key, "operator": operator}),
+                                operator => {
+                                    let values: Vec<String> = (0..1 + rng.below(2)).map(|_| value(rng, key)).collect();
+                                    json!({"key": key, "operator": operator, "values": values})
+                                }
+                            }
+                        })
+                        .collect();
+                    json!({"matchExpressions": requirements})
+                })
+                .collect();
+            pod["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}});
+        }
+        if rng.chance(55) {
+            let toleration = rng
+                .weighted(&[
+                    (50, json!({"key": GPU, "operator": "Exists", "effect": "NoSchedule"})),
+                    (20, json!({"key": GPU, "operator": "Equal", "value": "present"})),
+                    (10, json!({"key": GPU, "operator": "Equal", "value": "absent"})),
+                    (10, json!({"operator": "Exists"})),
+                    (10, json!({"key": GPU, "operator": "Exists", "effect": "NoExecute"})),
+                ])
+                .clone();
+            pod["tolerations"] = json!([toleration]);
+        }
+    }
 }

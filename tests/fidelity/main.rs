@@ -189,6 +189,10 @@ struct Table {
     /// Among disagreements: the Kueue reason (or eval-admission reason) that explains them, counted.
     #[serde(default)]
     causes: BTreeMap<String, u64>,
+    /// Judged verdicts and disagreements by what the set-up places (see
+    /// [`placement_spaces`]): the space the differential test covers.
+    #[serde(default)]
+    spaces: BTreeMap<String, [u64; 2]>,
 }
 
 impl Table {
@@ -205,6 +209,12 @@ impl Table {
             .sum();
         let wrong: u64 = self.counts.iter().filter(|(c, _)| c.is_disagreement()).map(|(_, n)| n).sum();
         out.push_str(&format!("\njudged verdicts: {judged}, disagreements: {wrong}\n"));
+        if !self.spaces.is_empty() {
+            out.push_str("\n| placement in the set-up | judged verdicts | disagreements |\n|---|---|---|\n");
+            for (space, [judged, wrong]) in &self.spaces {
+                out.push_str(&format!("| {space} | {judged} | {wrong} |\n"));
+            }
+        }
         if !self.causes.is_empty() {
             out.push_str("\n| disagreement: what Kueue did | count |\n|---|---|\n");
             let mut causes: Vec<_> = self.causes.iter().collect();
@@ -215,6 +225,49 @@ impl Table {
         }
         out
     }
+}
+
+/// What a set-up places, for the table's second part: the workload's pod
+/// templates (nodeSelector, required node affinity, tolerations), the
+/// flavors (a taint that repels pods, tolerations of their own), and the
+/// placement answers on both sides (eval-admission's denial, Kueue's reason).
+fn placement_spaces(
+    scenario: &generate::Scenario,
+    eval: &EvalVerdict,
+    kueue: Option<&KueueVerdict>,
+) -> Vec<&'static str> {
+    let workload = &scenario.workload;
+    let templates: Vec<&Value> = if workload["kind"] == "Job" {
+        vec![&workload["spec"]["template"]["spec"]]
+    } else {
+        workload["spec"]["replicatedJobs"]
+            .as_array()
+            .map(|jobs| jobs.iter().map(|job| &job["template"]["spec"]["template"]["spec"]).collect())
+            .unwrap_or_default()
+    };
+    let any = |field: &str| templates.iter().any(|pod| !pod[field].is_null());
+    let flavors: Vec<&Value> = scenario.objects.iter().filter(|o| o["kind"] == "ResourceFlavor").collect();
+    let repelling = flavors.iter().any(|f| {
+        f["spec"]["nodeTaints"]
+            .as_array()
+            .is_some_and(|taints| taints.iter().any(|t| t["effect"] == "NoSchedule" || t["effect"] == "NoExecute"))
+    });
+    let kueue_reason = kueue.and_then(|k| k.reason.as_deref()).unwrap_or("");
+    let spaces = [
+        (any("nodeSelector"), "pod template: nodeSelector"),
+        (any("affinity"), "pod template: required node affinity"),
+        (any("tolerations"), "pod template: tolerations"),
+        (repelling, "flavor: NoSchedule or NoExecute taint"),
+        (flavors.iter().any(|f| !f["spec"]["tolerations"].is_null()), "flavor: tolerations of its own"),
+        (eval.reason == Reason::NoMatchingFlavor.as_str(), "eval-admission: no-matching-flavor"),
+        (kueue_reason.contains("untolerated taint"), "Kueue: untolerated taint"),
+        (kueue_reason.contains("doesn't match node affinity"), "Kueue: doesn't match node affinity"),
+    ];
+    let mut found: Vec<&str> = spaces.iter().filter(|(on, _)| *on).map(|(_, space)| *space).collect();
+    if found.is_empty() {
+        found.push("none of these");
+    }
+    found
 }
 
 /// A short name for why Kueue disagreed, so like causes count together: the
@@ -407,8 +460,19 @@ fn differential_fixed_seed() {
                     if judge_ways {
                         findings.extend(judge_ways_out(&config, &scenario, &eval, &mut judge));
                     }
+                    let spaces = placement_spaces(&scenario, &eval, kueue.as_ref());
                     let mut t = table.lock().unwrap();
                     t.setups += 1;
+                    for finding in &findings {
+                        if matches!(finding.category, Category::NotQueued | Category::WayOutNotJudged) {
+                            continue;
+                        }
+                        for space in &spaces {
+                            let counts = t.spaces.entry(space.to_string()).or_default();
+                            counts[0] += 1;
+                            counts[1] += u64::from(finding.category.is_disagreement());
+                        }
+                    }
                     for finding in findings {
                         *t.counts.entry(finding.category).or_default() += 1;
                         let Some(why) = finding.cause else { continue };
@@ -573,4 +637,55 @@ fn the_judge_answers_the_seed_examples() {
     let verdict = judge.judge("not-selected", &objects, &not_selected);
     assert!(!verdict.admissible, "{verdict:?}");
     assert!(verdict.reason.as_deref().unwrap_or("").contains("doesn't match ClusterQueue selector"), "{verdict:?}");
+}
+
+/// A GPU flavor tainted as GPU node pools are: the probes must carry the
+/// tolerations a real user's workload would, or the flavor looks safe only
+/// because the judge cannot enter it. Before tests/kueue/oracle/probes.go gave
+/// probes `tolerationsFor` their flavor, the judge answered `exposed: false`
+/// here (24 probes, none admitted); Kueue preempts the evaluation for any
+/// `urgent` workload that tolerates the taint. Without the toleration the
+/// evaluation itself is never admitted.
+#[test]
+fn the_judge_enters_tainted_flavors_as_a_real_user_would() {
+    let objects = vec![
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "team-a", "labels": {"kubernetes.io/metadata.name": "team-a"}}}),
+        serde_json::json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "h100"},
+            "spec": {"nodeLabels": {"nvidia.com/gpu.product": "H100"},
+                "nodeTaints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}}),
+        serde_json::json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
+            "spec": {"namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
+                "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [{"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}]}}),
+        serde_json::json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": "gpus", "namespace": "team-a"}, "spec": {"clusterQueue": "gpu-cq"}}),
+        serde_json::json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+            "metadata": {"name": "urgent"}, "value": 1000}),
+    ];
+    let toleration = serde_json::json!([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]);
+    let job = |tolerations: Value| {
+        let pod = serde_json::json!({"restartPolicy": "Never", "tolerations": tolerations,
+            "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"nvidia.com/gpu": "4"}}}]});
+        testkit::JobBuilder::new("team-a", "eval")
+            .labels(&[("app", "evalhub"), ("component", "evaluation-job")])
+            .queue("gpus")
+            .suspend(true)
+            .pod(pod)
+            .build()
+    };
+    let mut judge = Oracle::start(&oracle::build());
+    let config = Config::load(None).unwrap();
+
+    let tolerating = job(toleration);
+    let verdict = judge.judge("tainted", &objects, &tolerating);
+    assert_eq!((verdict.admissible, verdict.exposed), (true, Some(true)), "{verdict:?}");
+    assert_eq!(verdict.eviction_reason.as_deref(), Some("InClusterQueue"), "{verdict:?}");
+    assert_eq!(eval_verdict(&config, &objects, &tolerating).reason, Reason::Preemptible.as_str());
+
+    let untolerating = job(Value::Null);
+    let verdict = judge.judge("untolerated", &objects, &untolerating);
+    assert!(!verdict.admissible, "{verdict:?}");
+    assert!(verdict.reason.as_deref().unwrap_or("").contains("untolerated taint"), "{verdict:?}");
+    assert_eq!(eval_verdict(&config, &objects, &untolerating).reason, Reason::NoMatchingFlavor.as_str());
 }
