@@ -4,9 +4,13 @@ package main
 // OpenAPI defaults applied (stopPolicy None, queueingStrategy BestEffortFIFO,
 // preemption Never, flavorFungibility, JobSet replicas, ...). The oracle applies
 // them with the API server's own structural defaulting over the CRDs of the
-// pinned modules, which hack/build-oracle.sh puts beside the binary.
+// pinned modules, which hack/build-oracle.sh puts beside the binary. And the
+// Workload the job controller creates must pass its CRD's validation (the
+// OpenAPI schema, maxItems 18 pod sets and all, then its CEL rules), or the
+// API server refuses it and the job waits forever.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,12 +19,45 @@ import (
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	celvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
 type schemaDefaults map[schema.GroupVersionKind]*structuralschema.Structural
+
+// crdValidators: per kind, the API server's validators of a custom resource.
+type crdValidator struct {
+	openAPI    apiservervalidation.SchemaValidator
+	structural *structuralschema.Structural
+	cel        *celvalidation.Validator
+}
+
+var crdValidators = map[schema.GroupVersionKind]*crdValidator{}
+
+// validateCreate is what the API server checks of a new custom resource of a
+// kind with a CRD beside the oracle: nil when it would store it.
+func validateCreate(gvk schema.GroupVersionKind, obj runtime.Object) error {
+	v, ok := crdValidators[gvk]
+	if !ok {
+		return nil
+	}
+	// As the API server decodes it: integers as int64, which CEL rules compare.
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	errs := apiservervalidation.ValidateCustomResource(nil, u, v.openAPI)
+	if v.cel != nil {
+		celErrs, _ := v.cel.Validate(context.Background(), nil, v.structural, u, nil, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, celErrs...)
+	}
+	return errs.ToAggregate()
+}
 
 func loadCRDDefaults(dir string) (schemaDefaults, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -54,6 +91,12 @@ func loadCRDDefaults(dir string) (schemaDefaults, error) {
 			}
 			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
 			out[gvk] = structural
+			validator, _, err := apiservervalidation.NewSchemaValidator(&internal)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", file, v.Name, err)
+			}
+			crdValidators[gvk] = &crdValidator{openAPI: validator, structural: structural,
+				cel: celvalidation.NewValidator(structural, true, celconfig.PerCallLimit)}
 		}
 	}
 	return out, nil

@@ -88,6 +88,10 @@ func judge(sc *scenario) (verdict, error) {
 	if err != nil {
 		return verdict{Stage: "no-workload", Reason: err.Error()}, nil
 	}
+	// The fake client stores anything; the API server validates the Workload.
+	if err := validateCreate(kueue.SchemeGroupVersion.WithKind("Workload"), wl); err != nil {
+		return verdict{Stage: "no-workload", Reason: "the API server refuses the Workload: " + err.Error()}, nil
+	}
 	admitted, reason, err := admitAlone(c, env, wl)
 	if err != nil {
 		return verdict{}, err
