@@ -114,10 +114,12 @@ pub fn check(
         }
         _ => {}
     }
-    assign_flavors(view, cq_name, cluster_queue, pod_sets).map_err(|inadmissible| Inadmissible {
-        cause: format!("in ClusterQueue '{cq_name}' (via LocalQueue '{local_queue}'), {}", inadmissible.cause),
-        ..inadmissible
-    })
+    assign_flavors(view, cq_name, cluster_queue, pod_sets)
+        .or_else(|full| partially(view, cq_name, cluster_queue, pod_sets).ok_or(full))
+        .map_err(|inadmissible| Inadmissible {
+            cause: format!("in ClusterQueue '{cq_name}' (via LocalQueue '{local_queue}'), {}", inadmissible.cause),
+            ..inadmissible
+        })
 }
 
 /// Whether Kueue takes the workload up at all (`jobframework.ReconcileGenericJob`):
@@ -288,6 +290,46 @@ fn assign_flavors(
         }
     }
     Ok(used)
+}
+
+/// Kueue's partial admission (gate PartialAdmission, on by default) when the
+/// full counts do not fit: `scheduler.getInitialAssignments` searches with
+/// `PodSetReducer.Search` for the least reduction towards each pod set's
+/// `minCount` (shared out in proportion to what each may shed) that fits,
+/// and admits with those counts; what they hold is returned.
+fn partially(
+    view: &impl ClusterView,
+    cq_name: &str,
+    queue: &ClusterQueue,
+    pod_sets: &[PodSetRequests],
+) -> Option<Usage> {
+    let deltas: Vec<i64> = pod_sets.iter().map(|pod_set| pod_set.count - pod_set.fewest()).collect();
+    let total_delta: i64 = deltas.iter().sum();
+    if total_delta == 0 {
+        return None;
+    }
+    let fits = |reduction: i64| {
+        let scaled: Vec<PodSetRequests> = pod_sets
+            .iter()
+            .zip(&deltas)
+            .map(|(pod_set, delta)| pod_set.scaled_to(pod_set.count - delta * reduction / total_delta))
+            .collect();
+        assign_flavors(view, cq_name, queue, &scaled).ok()
+    };
+    // sort.Search over 0..=total_delta, keeping the last reduction that fit.
+    let (mut low, mut high) = (0, total_delta + 1);
+    let mut last_fit: Option<(i64, Usage)> = None;
+    while low < high {
+        let middle = low + (high - low) / 2;
+        match fits(middle) {
+            Some(usage) => {
+                last_fit = Some((middle, usage));
+                high = middle;
+            }
+            None => low = middle + 1,
+        }
+    }
+    last_fit.filter(|(reduction, _)| *reduction == low).map(|(_, usage)| usage)
 }
 
 /// The message for an inadmissible workload: the object, the cause, and the
@@ -529,5 +571,44 @@ mod tests {
         let tolerated = serde_json::json!({"nodeSelector": {"nvidia.com/gpu.product": "H100"},
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]});
         assert!(gpu_job_denial(tolerated).is_ok());
+    }
+
+    /// team-a-cq has 32 cpu: eight pods of 6 cpu (48) do not fit, five do (30).
+    fn partial_job(min_parallelism: Option<&str>) -> Result<Vec<String>, crate::rules::verdict::Denial> {
+        let mut builder = testkit::JobBuilder::evalhub("team-a-namespace")
+            .queue("eval-queue")
+            .requests(&[("cpu", "6"), ("memory", "1Gi")])
+            .parallelism(8);
+        if let Some(min) = min_parallelism {
+            builder = builder.annotation(crate::vocabulary::kueue::JOB_MIN_PARALLELISM_ANNOTATION, min);
+        }
+        let job: crate::workload::Workload = serde_json::from_value(builder.build()).unwrap();
+        check_queued(&seed_state(), job_subject(&job))
+    }
+
+    #[test]
+    fn partial_admission_settles_on_the_most_pods_that_fit() {
+        assert_eq!(partial_job(None).unwrap_err().reason, Reason::ExceedsQuota);
+        assert!(partial_job(Some("4")).is_ok(), "Kueue admits 5 of the 8 pods");
+        assert!(partial_job(Some("5")).is_ok(), "5 pods fit exactly");
+        assert_eq!(partial_job(Some("6")).unwrap_err().reason, Reason::ExceedsQuota, "6 pods need 36 cpu");
+        assert_eq!(partial_job(Some("0")).unwrap_err().reason, Reason::WorkloadRefused, "minCount must be at least 1");
+        assert_eq!(partial_job(Some("x")).unwrap_err().reason, Reason::ExceedsQuota);
+    }
+
+    #[test]
+    fn the_reducer_admits_the_largest_counts_that_fit() {
+        // What Kueue holds decides exposure: 5 pods of 6 cpu, not 4.
+        let job = testkit::JobBuilder::evalhub("team-a-namespace")
+            .queue("eval-queue")
+            .requests(&[("cpu", "6"), ("memory", "1Gi")])
+            .parallelism(8)
+            .annotation(crate::vocabulary::kueue::JOB_MIN_PARALLELISM_ANNOTATION, "2")
+            .build();
+        let job: crate::workload::Workload = serde_json::from_value(job).unwrap();
+        let subject = job_subject(&job);
+        let pod_sets = job.pod_sets(subject.kind).unwrap();
+        let usage = super::check(&seed_state(), subject, "eval-queue", &pod_sets).unwrap();
+        assert_eq!(usage[&("default-flavor".to_string(), "cpu".to_string())], 30_000);
     }
 }

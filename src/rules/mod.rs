@@ -1,6 +1,7 @@
 //! The policy: pure functions from a workload and a [`ClusterView`] to a
 //! [`Verdict`]. One file per predicate (queue, admissibility, exposure,
-//! priority, ownership, suspend, update guards, evictions), and what they all
+//! priority, ownership, suspend, update guards, evictions, the Workload API's
+//! limits), and what they all
 //! return in `verdict`; this file is the one place that says in what order
 //! they run, through the three entry points the webhooks call:
 //! [`mutate_create`], [`validate_create`] and [`validate_update`]. Nothing here
@@ -18,6 +19,7 @@ pub mod queue;
 pub mod suspend;
 pub mod update;
 pub mod verdict;
+pub mod workload_api;
 
 use crate::cluster::ClusterView;
 use crate::config::{Config, Selected, Setting};
@@ -186,6 +188,9 @@ fn checks(view: &impl ClusterView, subject: Subject<'_>, explain: Explain) -> Re
         && let Err(unmanaged) = admissibility::check_managed(view, subject)
     {
         return Err(admissibility::denial(subject, unmanaged, &[]));
+    }
+    if queue_name.is_some() {
+        workload_api::check_workload_api(subject, &pod_sets)?;
     }
     let usage = match queue_name {
         Some(name) => match admissibility::check(view, subject, name, &pod_sets) {

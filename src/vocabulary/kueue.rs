@@ -49,3 +49,8 @@ pub const DEFAULT_MANAGED_OWNERS: [(&str, &str); 12] = [
 pub fn is_default_managed_owner(api_group: &str, kind: &str) -> bool {
     DEFAULT_MANAGED_OWNERS.contains(&(api_group, kind))
 }
+
+/// The most pod sets a Workload holds (v0.19.2 `apis/kueue/v1beta2/workload_types.go`,
+/// `+kubebuilder:validation:MaxItems=18` on `podSets`): the API server refuses
+/// a Workload with more, so a JobSet with more replicated jobs is never admitted.
+pub const MOST_POD_SETS: usize = 18;

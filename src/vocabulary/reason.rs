@@ -35,6 +35,7 @@ pub enum Reason {
     NamespaceNotSelected,
     ResourceUncovered,
     NoMatchingFlavor,
+    WorkloadRefused,
     ExceedsQuota,
     NamespaceNotManaged,
     IntegrationDisabled,
@@ -72,6 +73,7 @@ impl Reason {
             Self::NamespaceNotSelected => "namespace-not-selected",
             Self::ResourceUncovered => "resource-uncovered",
             Self::NoMatchingFlavor => "no-matching-flavor",
+            Self::WorkloadRefused => "workload-refused",
             Self::ExceedsQuota => "exceeds-quota",
             Self::NamespaceNotManaged => "namespace-not-managed",
             Self::IntegrationDisabled => "integration-disabled",
@@ -87,7 +89,7 @@ impl Reason {
 
 impl Reason {
     /// Every reason, in declaration order.
-    pub const ALL: [Reason; 32] = [
+    pub const ALL: [Reason; 33] = [
         Self::NotAWorkload,
         Self::Subresource,
         Self::OperationNotReviewed,
@@ -111,6 +113,7 @@ impl Reason {
         Self::NamespaceNotSelected,
         Self::ResourceUncovered,
         Self::NoMatchingFlavor,
+        Self::WorkloadRefused,
         Self::ExceedsQuota,
         Self::NamespaceNotManaged,
         Self::IntegrationDisabled,
@@ -143,6 +146,7 @@ impl Reason {
                 | Self::NamespaceNotSelected
                 | Self::ResourceUncovered
                 | Self::NoMatchingFlavor
+                | Self::WorkloadRefused
                 | Self::ExceedsQuota
                 | Self::NamespaceNotManaged
                 | Self::IntegrationDisabled

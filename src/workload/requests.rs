@@ -63,6 +63,23 @@ impl PodSetRequests {
     }
 }
 
+impl PodSetRequests {
+    /// The pod set with `count` pods, each asking what one did (Kueue's
+    /// `PodSetResources.ScaledTo`, which divides the totals by the old count
+    /// and multiplies by the new).
+    pub fn scaled_to(&self, count: i64) -> Self {
+        let total =
+            self.per_pod.iter().map(|(resource, per_pod)| (resource.clone(), per_pod.saturating_mul(count))).collect();
+        Self { count, total, ..self.clone() }
+    }
+
+    /// The fewest pods Kueue may admit it with: a `minCount` below `count`
+    /// (the Job webhook refuses one outside `1..=count`), else `count`.
+    pub fn fewest(&self) -> i64 {
+        self.min_count.filter(|min| (1..self.count).contains(min)).unwrap_or(self.count)
+    }
+}
+
 /// The field `.1` of the object at path `.0`, written out only when an error
 /// message needs it: a well-formed workload costs no formatting.
 struct Field<'a>(&'a dyn fmt::Display, &'a str);

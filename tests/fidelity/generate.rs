@@ -200,6 +200,8 @@ pub fn scenario(seed: u64, index: u64) -> Scenario {
         aiperf_jobset(&mut rng, index, queue.as_deref(), workload_class, &pod_classes)
     };
     place_pods(&mut placing, &mut workload);
+    partial_admission(&mut placing, &mut workload);
+    wide_jobset(&mut placing, &mut workload);
 
     Scenario { id: format!("s{seed}-{index}"), objects, workload }
 }
@@ -546,5 +548,37 @@ fn place_pods(rng: &mut Rng, workload: &mut Value) {
                 .clone();
             pod["tolerations"] = json!([toleration]);
         }
+    }
+}
+
+/// Sometimes a wider Job that may run with fewer pods: parallelism 3 to 8 and
+/// `kueue.x-k8s.io/job-min-parallelism` below it (Kueue's webhook refuses
+/// anything outside 1..parallelism, so nothing else is drawn).
+fn partial_admission(rng: &mut Rng, workload: &mut Value) {
+    if workload["kind"] != "Job" || !rng.chance(20) {
+        return;
+    }
+    let pods = 3 + rng.below(6);
+    workload["spec"]["parallelism"] = json!(pods);
+    workload["spec"]["completions"] = json!(pods);
+    if rng.chance(80) {
+        let min = 1 + rng.below(pods - 1);
+        workload["metadata"]["annotations"] = json!({"kueue.x-k8s.io/job-min-parallelism": min.to_string()});
+    }
+}
+
+/// Sometimes a JobSet of 17 to 20 replicated jobs, around the 18 pod sets a
+/// Kueue Workload holds: copies of its last one, renamed.
+fn wide_jobset(rng: &mut Rng, workload: &mut Value) {
+    if workload["kind"] != "JobSet" || !rng.chance(4) {
+        return;
+    }
+    let wanted = 17 + rng.below(4) as usize;
+    let Some(jobs) = workload["spec"]["replicatedJobs"].as_array_mut() else { return };
+    let Some(last) = jobs.last().cloned() else { return };
+    for index in jobs.len()..wanted {
+        let mut job = last.clone();
+        job["name"] = json!(format!("shard-{index}"));
+        jobs.push(job);
     }
 }

@@ -257,6 +257,14 @@ fn placement_spaces(
         (any("nodeSelector"), "pod template: nodeSelector"),
         (any("affinity"), "pod template: required node affinity"),
         (any("tolerations"), "pod template: tolerations"),
+        (
+            workload["spec"]["replicatedJobs"].as_array().is_some_and(|jobs| jobs.len() > 16),
+            "JobSet: 17 or more replicated jobs",
+        ),
+        (
+            !workload["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"].is_null(),
+            "Job: job-min-parallelism (partial admission)",
+        ),
         (repelling, "flavor: NoSchedule or NoExecute taint"),
         (flavors.iter().any(|f| !f["spec"]["tolerations"].is_null()), "flavor: tolerations of its own"),
         (eval.reason == Reason::NoMatchingFlavor.as_str(), "eval-admission: no-matching-flavor"),
@@ -688,4 +696,36 @@ fn the_judge_enters_tainted_flavors_as_a_real_user_would() {
     assert!(!verdict.admissible, "{verdict:?}");
     assert!(verdict.reason.as_deref().unwrap_or("").contains("untolerated taint"), "{verdict:?}");
     assert_eq!(eval_verdict(&config, &objects, &untolerating).reason, Reason::NoMatchingFlavor.as_str());
+}
+
+/// The fake client stores any Workload; the API server validates it against
+/// its CRD. Before the judge validated the Workload the job controller builds
+/// (tests/kueue/oracle/defaults.go `validateCreate`), a JobSet of 19
+/// replicated jobs was admitted by it; the API server refuses that Workload
+/// (podSets maxItems 18), so Kueue never admits the JobSet.
+#[test]
+fn the_judge_refuses_the_workloads_the_api_server_refuses() {
+    let objects =
+        eval_admission::vocabulary::yaml::documents(&std::fs::read(repo("examples/cluster.yaml")).unwrap()).unwrap();
+    let mut judge = Oracle::start(&oracle::build());
+    let config = Config::load(None).unwrap();
+    let jobset = |count: usize| {
+        let mut builder = testkit::JobSetBuilder::new("my-benchmarks", "sweep")
+            .label("app", "aiperf")
+            .queue("aiperf-queue")
+            .suspend(true);
+        for index in 0..count {
+            let pod = testkit::workload::pod_spec("aiperf", "busybox", Some(serde_json::json!({"cpu": "100m"})), None);
+            builder =
+                builder.replicated_job(&format!("shard-{index}"), 1, serde_json::json!({"template": {"spec": pod}}));
+        }
+        builder.build()
+    };
+    let verdict = judge.judge("eighteen", &objects, &jobset(18));
+    assert!(verdict.admissible, "{verdict:?}");
+    assert!(eval_verdict(&config, &objects, &jobset(18)).allowed);
+    let verdict = judge.judge("nineteen", &objects, &jobset(19));
+    assert!(!verdict.admissible, "{verdict:?}");
+    assert!(verdict.reason.as_deref().unwrap_or("").contains("must have at most 18 items"), "{verdict:?}");
+    assert_eq!(eval_verdict(&config, &objects, &jobset(19)).reason, Reason::WorkloadRefused.as_str());
 }
