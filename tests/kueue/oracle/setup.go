@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/util/routine"
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // Where Kueue keeps its Configuration in a standard install.
@@ -57,6 +59,7 @@ var (
 		utilruntime.Must(corev1.AddToScheme(s))
 		utilruntime.Must(batchv1.AddToScheme(s))
 		utilruntime.Must(schedulingv1.AddToScheme(s))
+		utilruntime.Must(nodev1.AddToScheme(s))
 		utilruntime.Must(kueue.AddToScheme(s))
 		utilruntime.Must(kueuev1beta1.AddToScheme(s))
 		utilruntime.Must(jobsetapi.AddToScheme(s))
@@ -134,6 +137,10 @@ func decodeCluster(raw []json.RawMessage) (*cluster, error) {
 			c.others = append(c.others, o)
 		case *schedulingv1.PriorityClass:
 			c.others = append(c.others, o)
+		case *corev1.LimitRange, *nodev1.RuntimeClass:
+			// What Kueue adds to a Workload's requests (workload.AdjustResources)
+			// and checks them against (workload.ValidateAdmissibility).
+			c.others = append(c.others, obj.(client.Object))
 		case *kueuev1beta1.ClusterQueue, *kueuev1beta1.LocalQueue, *kueuev1beta1.Cohort,
 			*kueuev1beta1.ResourceFlavor, *kueuev1beta1.WorkloadPriorityClass, *kueuev1beta1.AdmissionCheck:
 			hub, err := toHub(obj)
@@ -356,8 +363,12 @@ func (e *kueueEnv) submit(wl *kueue.Workload) error {
 	if err := e.client.Create(e.ctx, wl); err != nil {
 		return err
 	}
+	// WorkloadReconciler.Create: RuntimeClass overhead, LimitRange defaults and
+	// limits as missing requests, on the copy the queue manager holds.
+	queued := wl.DeepCopy()
+	workload.AdjustResources(e.ctx, e.client, queued)
 	// An error means no queue holds it (its LocalQueue does not exist): it stays pending.
-	_ = e.queues.AddOrUpdateWorkload(e.log, wl.DeepCopy())
+	_ = e.queues.AddOrUpdateWorkload(e.log, queued)
 	return nil
 }
 
