@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, Namespace};
+use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
@@ -27,7 +28,8 @@ use crate::config::OwnerKind;
 use crate::vocabulary::kueue::{self, DEFAULT_QUEUE_ANNOTATION, KUEUE_GROUP, LOCAL_QUEUE_CRD};
 
 /// Kinds whose first list must complete before the view is synced.
-pub const CORE_KINDS: [&str; 4] = ["Namespace", "PriorityClass", "CustomResourceDefinition", "ConfigMap"];
+pub const CORE_KINDS: [&str; 6] =
+    ["Namespace", "PriorityClass", "LimitRange", "RuntimeClass", "CustomResourceDefinition", "ConfigMap"];
 const KUEUE_KINDS: [(&str, &str); 6] = [
     ("LocalQueue", "localqueues"),
     ("ClusterQueue", "clusterqueues"),
@@ -98,6 +100,8 @@ pub fn start(
         let mut tasks = JoinSet::new();
         tasks.spawn(watch_namespaces(client.clone(), cache.clone()));
         tasks.spawn(watch_priority_classes(client.clone(), cache.clone()));
+        tasks.spawn(watch_limit_ranges(client.clone(), cache.clone()));
+        tasks.spawn(watch_runtime_classes(client.clone(), cache.clone()));
         tasks.spawn(watch_kueue_config(client.clone(), cache.clone(), kueue_config));
         tasks.spawn(watch_owners(client.clone(), cache.clone(), owner_kinds));
         watch_kueue_crd(client, cache).await;
@@ -199,6 +203,46 @@ async fn watch_priority_classes(client: kube::Client, cache: Arc<ClusterCache>) 
         })
     };
     follow("PriorityClass", stream, cache, prune, |object| (String::new(), object.name_any())).await;
+}
+
+/// LimitRanges in every namespace: their defaults and bounds change what
+/// Kueue counts and admits (`workload.AdjustResources`, `ValidateLimitRange`).
+async fn watch_limit_ranges(client: kube::Client, cache: Arc<ClusterCache>) {
+    let _running = Running::start();
+    let api: Api<LimitRange> = Api::all(client);
+    let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    let prune = |object: LimitRange| {
+        let (namespace, name) = (object.namespace().unwrap_or_default(), object.name_any());
+        let value = serde_json::to_value(&object).ok()?;
+        match objects::decode("v1", "LimitRange", value) {
+            Ok(pruned) => pruned,
+            Err(error) => {
+                tracing::warn!(%error, namespace, name, "LimitRange cannot be read; leaving it out");
+                None
+            }
+        }
+    };
+    follow("LimitRange", stream, cache, prune, |object| (object.namespace().unwrap_or_default(), object.name_any()))
+        .await;
+}
+
+/// RuntimeClasses: their overhead adds to what Kueue counts per pod.
+async fn watch_runtime_classes(client: kube::Client, cache: Arc<ClusterCache>) {
+    let _running = Running::start();
+    let api: Api<RuntimeClass> = Api::all(client);
+    let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    let prune = |object: RuntimeClass| {
+        let name = object.name_any();
+        let value = serde_json::to_value(&object).ok()?;
+        match objects::decode("node.k8s.io/v1", "RuntimeClass", value) {
+            Ok(pruned) => pruned,
+            Err(error) => {
+                tracing::warn!(%error, name, "RuntimeClass cannot be read; leaving it out");
+                None
+            }
+        }
+    };
+    follow("RuntimeClass", stream, cache, prune, |object| (String::new(), object.name_any())).await;
 }
 
 /// Follows the LocalQueue CRD and runs the Kueue watchers while it exists.

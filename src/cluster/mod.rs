@@ -20,4 +20,4 @@ pub use objects::{
     ReclaimWithinCohort, ResourceFlavor, ResourceGroup, StopPolicy, WithinClusterQueue,
 };
 pub use state::{ClusterState, ObjectCounts};
-pub use view::{Absent, ClaimedOwner, ClusterView, WithPriorityClass};
+pub use view::{Absent, ClaimedOwner, ClusterView, InNamespace, WithPriorityClass};

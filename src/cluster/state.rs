@@ -5,10 +5,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
 use super::kueue_config::KueueConfig;
+use super::objects::{LimitItem, ResourceAmounts};
 use super::{
     ClusterObject, ClusterQueue, ClusterView, Cohort, LocalQueue, NamespaceInfo, NamespaceSelector, OwnerKey,
     PriorityClass, ResourceFlavor, quota,
 };
+use crate::workload::LimitSummary;
 
 /// Counts of cached objects, for readiness and metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -21,6 +23,8 @@ pub struct ObjectCounts {
     pub admission_checks: usize,
     pub workload_priority_classes: usize,
     pub priority_classes: usize,
+    pub limit_ranges: usize,
+    pub runtime_classes: usize,
 }
 
 /// The cluster objects the rules read, pruned, indexed for the lookups above.
@@ -40,6 +44,11 @@ pub struct ClusterState {
     /// Kueue's Configuration: from its ConfigMap, else what the release's
     /// manifests install (the ConfigMap a standard install mounts).
     kueue_config: KueueConfig,
+    /// namespace -> name -> the LimitRange's items; and each namespace's summary.
+    limit_ranges: HashMap<String, BTreeMap<String, Vec<(String, LimitItem)>>>,
+    limit_summaries: HashMap<String, LimitSummary>,
+    /// RuntimeClass name -> `overhead.podFixed`.
+    runtime_classes: HashMap<String, ResourceAmounts>,
     /// Owners of Kueue-managed kinds (JobSets, ...): who they are, nothing else.
     /// Changes here derive nothing, so they keep what is derived.
     owners: HashMap<OwnerKey, String>,
@@ -70,6 +79,9 @@ impl Default for ClusterState {
             workload_priority_classes: BTreeMap::new(),
             priority_classes: BTreeMap::new(),
             kueue_config: KueueConfig::release_manifest(),
+            limit_ranges: HashMap::new(),
+            limit_summaries: HashMap::new(),
+            runtime_classes: HashMap::new(),
             owners: HashMap::new(),
             reachable: OnceLock::new(),
             potentials: OnceLock::new(),
@@ -88,11 +100,21 @@ impl ClusterState {
 
     /// Adds or replaces one object.
     pub fn apply(&mut self, object: ClusterObject) {
-        // Nothing is derived from owners: they keep what is.
-        if !matches!(object, ClusterObject::Owner { .. }) {
+        // Nothing is derived from owners, LimitRanges or RuntimeClasses: they keep what is.
+        if !matches!(
+            object,
+            ClusterObject::Owner { .. } | ClusterObject::LimitRange { .. } | ClusterObject::RuntimeClass { .. }
+        ) {
             self.forget_derived();
         }
         match object {
+            ClusterObject::LimitRange { namespace, name, items } => {
+                self.limit_ranges.entry(namespace.clone()).or_default().insert(name, items);
+                self.summarize_limits(&namespace);
+            }
+            ClusterObject::RuntimeClass { name, overhead } => {
+                self.runtime_classes.insert(name, overhead);
+            }
             ClusterObject::Owner { key, uid } => {
                 self.owners.insert(key, uid);
             }
@@ -136,8 +158,43 @@ impl ClusterState {
         }
     }
 
+    /// `limitrange.Summarize` of a namespace's LimitRanges (in name order, as
+    /// Kueue lists them), kept per namespace so a review only looks it up.
+    fn summarize_limits(&mut self, namespace: &str) {
+        let ranges = self.limit_ranges.get(namespace).filter(|ranges| !ranges.is_empty());
+        let Some(ranges) = ranges else {
+            self.limit_ranges.remove(namespace);
+            self.limit_summaries.remove(namespace);
+            return;
+        };
+        let mut summary = LimitSummary::default();
+        for (kind, item) in ranges.values().flatten() {
+            let slot = match kind.as_str() {
+                "Container" => &mut summary.container,
+                "Pod" => &mut summary.pod,
+                _ => continue,
+            };
+            slot.get_or_insert_with(LimitItem::default).merge(item);
+        }
+        self.limit_summaries.insert(namespace.to_string(), summary);
+    }
+
     /// Removes one object by kind, namespace (empty when cluster-scoped) and name.
     pub fn remove(&mut self, kind: &str, namespace: &str, name: &str) {
+        match kind {
+            "LimitRange" => {
+                if let Some(ranges) = self.limit_ranges.get_mut(namespace) {
+                    ranges.remove(name);
+                }
+                self.summarize_limits(namespace);
+                return;
+            }
+            "RuntimeClass" => {
+                self.runtime_classes.remove(name);
+                return;
+            }
+            _ => {}
+        }
         self.forget_derived();
         match kind {
             "Namespace" => {
@@ -178,6 +235,11 @@ impl ClusterState {
     pub fn clear_kind(&mut self, kind: &str) {
         self.forget_derived();
         match kind {
+            "LimitRange" => {
+                self.limit_ranges.clear();
+                self.limit_summaries.clear();
+            }
+            "RuntimeClass" => self.runtime_classes.clear(),
             "Namespace" => self.namespaces.clear(),
             "LocalQueue" => self.local_queues.clear(),
             "ClusterQueue" => self.cluster_queues.clear(),
@@ -226,6 +288,8 @@ impl ClusterState {
             admission_checks: self.admission_checks.len(),
             workload_priority_classes: self.workload_priority_classes.len(),
             priority_classes: self.priority_classes.len(),
+            limit_ranges: self.limit_ranges.values().map(BTreeMap::len).sum(),
+            runtime_classes: self.runtime_classes.len(),
         }
     }
 }
@@ -296,6 +360,12 @@ impl ClusterView for ClusterState {
 
     fn kueue_config(&self) -> &KueueConfig {
         &self.kueue_config
+    }
+    fn limit_summary(&self, namespace: &str) -> Option<&LimitSummary> {
+        self.limit_summaries.get(namespace)
+    }
+    fn runtime_overhead(&self, class: &str) -> Option<&ResourceAmounts> {
+        self.runtime_classes.get(class).filter(|overhead| !overhead.is_empty())
     }
 
     fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool {

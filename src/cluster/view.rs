@@ -4,6 +4,7 @@
 
 use super::kueue_config::KueueConfig;
 use super::{ClusterQueue, Cohort, LocalQueue, NamespaceInfo, OwnerKey, PriorityClass, ResourceFlavor};
+use crate::workload::{LimitSummary, ResourceAmounts, Surroundings};
 
 /// Read-only lookups the rules need. Implementations answer from memory: no
 /// method may block on the network.
@@ -25,6 +26,10 @@ pub trait ClusterView {
     fn priority_class(&self, name: &str) -> Option<&PriorityClass>;
     fn priority_classes(&self) -> Box<dyn Iterator<Item = (&str, &PriorityClass)> + '_>;
     fn kueue_config(&self) -> &KueueConfig;
+    /// The summary of a namespace's LimitRanges; `None` when it has none.
+    fn limit_summary(&self, namespace: &str) -> Option<&LimitSummary>;
+    /// A RuntimeClass's `overhead.podFixed`; `None` when absent or empty.
+    fn runtime_overhead(&self, class: &str) -> Option<&ResourceAmounts>;
     /// The uid of an owner of a Kueue-managed kind, when the view holds it.
     fn owner_uid(&self, owner: &OwnerKey) -> Option<&str>;
     /// Whether the ClusterQueue's namespaceSelector selects some namespace Kueue
@@ -116,6 +121,12 @@ impl ClusterView for WithPriorityClass<'_> {
     fn kueue_config(&self) -> &KueueConfig {
         self.view.kueue_config()
     }
+    fn limit_summary(&self, namespace: &str) -> Option<&LimitSummary> {
+        self.view.limit_summary(namespace)
+    }
+    fn runtime_overhead(&self, class: &str) -> Option<&ResourceAmounts> {
+        self.view.runtime_overhead(class)
+    }
     fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool {
         self.view.selects_a_managed_namespace(cluster_queue)
     }
@@ -124,5 +135,21 @@ impl ClusterView for WithPriorityClass<'_> {
     }
     fn cohort_root(&self, cluster_queue: &str) -> Option<&str> {
         self.view.cohort_root(cluster_queue)
+    }
+}
+
+/// A pod template's surroundings as the view holds them: its namespace's
+/// LimitRanges and the cluster's RuntimeClasses.
+pub struct InNamespace<'v, V: ?Sized> {
+    pub view: &'v V,
+    pub namespace: &'v str,
+}
+
+impl<V: ClusterView + ?Sized> Surroundings for InNamespace<'_, V> {
+    fn limits(&self) -> Option<&LimitSummary> {
+        self.view.limit_summary(self.namespace)
+    }
+    fn runtime_overhead(&self, class: &str) -> Option<&ResourceAmounts> {
+        self.view.runtime_overhead(class)
     }
 }

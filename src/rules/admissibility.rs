@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+pub use super::verdict::Inadmissible;
 use super::verdict::{Denial, RequestAtMost, Subject, WayOut};
 use crate::cluster::active::{MissingObject, inactive_reason, only_missing_object};
 use crate::cluster::placement::{self, Described};
@@ -20,25 +21,6 @@ use crate::vocabulary::quantity;
 use crate::vocabulary::reason::Reason;
 use crate::vocabulary::text::join;
 use crate::workload::PodSetRequests;
-
-/// Why Kueue would never admit a workload through a LocalQueue: the cause,
-/// without the way out (the caller knows which queues work instead).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Inadmissible {
-    pub reason: Reason,
-    pub cause: String,
-    /// A smaller request Kueue would fit here: the one change to the workload
-    /// itself an inadmissible one may be offered (once checked, see [`RequestAtMost`]).
-    pub fix: Option<RequestAtMost>,
-    /// The missing object the cause rests on, confirmed live before denying.
-    pub absent: Option<Absent>,
-}
-
-impl Inadmissible {
-    fn new(reason: Reason, cause: String) -> Self {
-        Self { reason, cause, fix: None, absent: None }
-    }
-}
 
 /// Whether Kueue would admit `subject` through LocalQueue `local_queue`, and
 /// if so what it would hold (its flavor assignment). `pod_sets` are its requests.
@@ -114,6 +96,7 @@ pub fn check(
         }
         _ => {}
     }
+    super::resource_limits::check(namespace, pod_sets)?;
     assign_flavors(view, cq_name, cluster_queue, pod_sets)
         .or_else(|full| partially(view, cq_name, cluster_queue, pod_sets).ok_or(full))
         .map_err(|inadmissible| Inadmissible {

@@ -1,7 +1,7 @@
 //! The policy: pure functions from a workload and a [`ClusterView`] to a
 //! [`Verdict`]. One file per predicate (queue, admissibility, exposure,
 //! priority, ownership, suspend, update guards, evictions, the Workload API's
-//! limits), and what they all
+//! limits, resource limits), and what they all
 //! return in `verdict`; this file is the one place that says in what order
 //! they run, through the three entry points the webhooks call:
 //! [`mutate_create`], [`validate_create`] and [`validate_update`]. Nothing here
@@ -16,6 +16,7 @@ pub mod exposure;
 pub mod ownership;
 pub mod priority;
 pub mod queue;
+mod resource_limits;
 pub mod suspend;
 pub mod update;
 pub mod verdict;
@@ -176,7 +177,8 @@ fn checks(view: &impl ClusterView, subject: Subject<'_>, explain: Explain) -> Re
     };
     let priority = priority::workload_priority(view, subject, explain);
     // The API server has validated the quantities by now; an unreadable one leaves quota unchecked.
-    let pod_sets = subject.workload.pod_sets(subject.kind).unwrap_or_default();
+    let surroundings = crate::cluster::InNamespace { view, namespace: subject.namespace };
+    let pod_sets = subject.workload.pod_sets_in(subject.kind, &surroundings).unwrap_or_default();
     if let Some(name) = queue_name {
         // The validating webhook sees the mutated object: name the annotation when it is where the label came from.
         let from_namespace = view.namespace(subject.namespace).and_then(|ns| ns.default_queue.as_deref()) == Some(name);

@@ -175,3 +175,22 @@ impl RequestAtMost {
         format!("request at most {} in total for pod set '{}'", join(&most), self.pod_set)
     }
 }
+
+/// Why Kueue would never admit a workload through a LocalQueue: the cause,
+/// without the way out (the caller knows which queues work instead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inadmissible {
+    pub reason: Reason,
+    pub cause: String,
+    /// A smaller request Kueue would fit here: the one change to the workload
+    /// itself an inadmissible one may be offered (once checked, see [`RequestAtMost`]).
+    pub fix: Option<RequestAtMost>,
+    /// The missing object the cause rests on, confirmed live before denying.
+    pub absent: Option<Absent>,
+}
+
+impl Inadmissible {
+    pub(super) fn new(reason: Reason, cause: String) -> Self {
+        Self { reason, cause, fix: None, absent: None }
+    }
+}

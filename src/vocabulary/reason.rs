@@ -36,6 +36,8 @@ pub enum Reason {
     ResourceUncovered,
     NoMatchingFlavor,
     WorkloadRefused,
+    RequestsExceedLimits,
+    OutsideLimitRange,
     ExceedsQuota,
     NamespaceNotManaged,
     IntegrationDisabled,
@@ -74,6 +76,8 @@ impl Reason {
             Self::ResourceUncovered => "resource-uncovered",
             Self::NoMatchingFlavor => "no-matching-flavor",
             Self::WorkloadRefused => "workload-refused",
+            Self::RequestsExceedLimits => "requests-exceed-limits",
+            Self::OutsideLimitRange => "outside-limit-range",
             Self::ExceedsQuota => "exceeds-quota",
             Self::NamespaceNotManaged => "namespace-not-managed",
             Self::IntegrationDisabled => "integration-disabled",
@@ -89,7 +93,7 @@ impl Reason {
 
 impl Reason {
     /// Every reason, in declaration order.
-    pub const ALL: [Reason; 33] = [
+    pub const ALL: [Reason; 35] = [
         Self::NotAWorkload,
         Self::Subresource,
         Self::OperationNotReviewed,
@@ -114,6 +118,8 @@ impl Reason {
         Self::ResourceUncovered,
         Self::NoMatchingFlavor,
         Self::WorkloadRefused,
+        Self::RequestsExceedLimits,
+        Self::OutsideLimitRange,
         Self::ExceedsQuota,
         Self::NamespaceNotManaged,
         Self::IntegrationDisabled,
@@ -147,6 +153,8 @@ impl Reason {
                 | Self::ResourceUncovered
                 | Self::NoMatchingFlavor
                 | Self::WorkloadRefused
+                | Self::RequestsExceedLimits
+                | Self::OutsideLimitRange
                 | Self::ExceedsQuota
                 | Self::NamespaceNotManaged
                 | Self::IntegrationDisabled

@@ -6,6 +6,7 @@
 
 mod decode;
 mod kind;
+mod limits;
 mod placement;
 mod requests;
 
@@ -18,6 +19,7 @@ use serde_json::Value;
 pub(crate) use decode::decoded_from_objects_only;
 pub use decode::{Tolerant, TolerantList};
 pub use kind::WorkloadKind;
+pub use limits::{Bare, LimitItem, LimitSummary, ProblemKind, ResourceAmounts, ResourceProblem, Surroundings};
 pub use placement::Placement;
 pub use requests::PodSetRequests;
 
@@ -162,6 +164,8 @@ pub struct PodSpec {
     pub affinity: Option<Value>,
     #[serde(default)]
     pub tolerations: Option<Value>,
+    #[serde(default)]
+    pub runtime_class_name: Option<String>,
 }
 
 /// A container or init container, pruned to what Kueue's request totals read.

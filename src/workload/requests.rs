@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+use super::limits::{LimitItem, ResourceAmounts, ResourceProblem, Surroundings, keep_first};
 use super::{
     Container, Placement, PodSpec, ResourceList, ResourceRequirements, Text, Tolerant, TolerantList, Workload,
     WorkloadKind,
@@ -43,10 +44,14 @@ pub struct PodSetRequests {
     pub total: BTreeMap<Text, i64>,
     /// Where its pods may run: Kueue skips a flavor it does not match.
     pub placement: Placement,
+    /// What Kueue's scheduler finds invalid in its resources (requests above
+    /// limits, outside the namespace's LimitRange), in Kueue's order: any
+    /// keeps the Workload pending forever.
+    pub problems: Vec<ResourceProblem>,
 }
 
 /// Exact per-pod requests before Kueue's integer conversion.
-type ExactRequests = BTreeMap<Text, Quantity>;
+type ExactRequests = ResourceAmounts;
 
 impl PodSetRequests {
     fn new(name: String, count: i64, min_count: Option<i64>, requests: &ExactRequests, placement: Placement) -> Self {
@@ -59,7 +64,7 @@ impl PodSetRequests {
             per_pod.insert(resource.clone(), quantity::units_to_milli(resource, value));
             total.insert(resource.clone(), quantity::units_to_milli(resource, scaled));
         }
-        Self { name, count, min_count, per_pod, total, placement }
+        Self { name, count, min_count, per_pod, total, placement, problems: Vec::new() }
     }
 }
 
@@ -142,23 +147,30 @@ fn resource_list(list: Option<&ResourceList>, path: &dyn fmt::Display) -> Result
     Ok(parsed)
 }
 
-/// Requests, with limits standing in for missing requests (Kueue v0.19.2
-/// `pkg/workload/resources.go` `UseLimitsAsMissingRequestsInPod`, via
-/// `MergeResourceListKeepFirst`: a request, even `0`, wins over the limit).
-fn effective_requests(
+/// A container's (or the pod's) requests and limits as Kueue adjusts them:
+/// the LimitRange item's `default` for missing limits and `defaultRequest`
+/// for missing requests (`handlePodLimitRange`), then limits standing in for
+/// requests still missing (`UseLimitsAsMissingRequestsInPod`); each through
+/// `MergeResourceListKeepFirst`, so a request, even `0`, wins.
+fn container_resources(
     resources: Option<&Tolerant<ResourceRequirements>>,
     path: &dyn fmt::Display,
-) -> Result<ExactRequests, String> {
-    let resources = match resources {
-        None => return Ok(ExactRequests::new()),
+    defaults: Option<&LimitItem>,
+) -> Result<(ExactRequests, ExactRequests), String> {
+    let (mut requests, mut limits) = match resources {
+        None => (ExactRequests::new(), ExactRequests::new()),
         Some(Tolerant::Malformed(found)) => return Err(format!("{path}: expected an object, found {found}")),
-        Some(Tolerant::Value(resources)) => resources,
+        Some(Tolerant::Value(resources)) => (
+            resource_list(resources.requests.as_ref(), &Field(path, "requests"))?,
+            resource_list(resources.limits.as_ref(), &Field(path, "limits"))?,
+        ),
     };
-    let mut requests = resource_list(resources.requests.as_ref(), &Field(path, "requests"))?;
-    for (resource, limit) in resource_list(resources.limits.as_ref(), &Field(path, "limits"))? {
-        requests.entry(resource).or_insert(limit);
+    if let Some(defaults) = defaults {
+        keep_first(&mut limits, &defaults.default);
+        keep_first(&mut requests, &defaults.default_request);
     }
-    Ok(requests)
+    keep_first(&mut requests, &limits);
+    Ok((requests, limits))
 }
 
 fn add_into(sum: &mut ExactRequests, other: &ExactRequests) {
@@ -210,15 +222,34 @@ fn containers<'a>(
 /// - pod-level `resources.requests` for cpu, memory and hugepages-* replace the
 ///   aggregate when any of them is set (`IsPodLevelRequestsSet`);
 /// - `overhead` is added.
-fn pod_requests(spec: Option<&PodSpec>, path: &dyn fmt::Display) -> Result<ExactRequests, String> {
+fn pod_requests(
+    spec: Option<&PodSpec>,
+    path: &dyn fmt::Display,
+    surroundings: &impl Surroundings,
+    problems: &mut Vec<ResourceProblem>,
+) -> Result<ExactRequests, String> {
     let mut requests = ExactRequests::new();
     let Some(spec) = spec else {
         return Ok(requests);
     };
+    let limit_ranges = surroundings.limits();
+    let container_range = limit_ranges.and_then(|summary| summary.container.as_ref());
+    // ValidateResources (requests above limits) over every container first,
+    // then ValidateLimitRange: the first problem Kueue would name.
+    let mut range_problems = Vec::new();
+    let mut check = |at: &dyn fmt::Display, requests: &ExactRequests, limits: &ExactRequests| {
+        if let Some(problem) = ResourceProblem::find(at, requests, limits, None) {
+            problems.push(problem);
+        } else if let Some(problem) = ResourceProblem::find(at, requests, limits, container_range) {
+            range_problems.push(problem);
+        }
+    };
     let containers_path = Field(path, "containers");
     for (index, container) in containers(spec.containers.as_ref(), &containers_path)?.into_iter().enumerate() {
-        let own =
-            effective_requests(container.resources.as_ref(), &Field(&Item(&containers_path, index), "resources"))?;
+        let at = Item(&containers_path, index);
+        let (own, limits) =
+            container_resources(container.resources.as_ref(), &Field(&at, "resources"), container_range)?;
+        check(&at, &own, &limits);
         add_into(&mut requests, &own);
     }
 
@@ -226,15 +257,15 @@ fn pod_requests(spec: Option<&PodSpec>, path: &dyn fmt::Display) -> Result<Exact
     let mut sidecars = ExactRequests::new();
     let mut init_max = ExactRequests::new();
     for (index, container) in containers(spec.init_containers.as_ref(), &init_path)?.into_iter().enumerate() {
-        let own = effective_requests(container.resources.as_ref(), &Field(&Item(&init_path, index), "resources"))?;
+        let at = Item(&init_path, index);
+        let (own, limits) =
+            container_resources(container.resources.as_ref(), &Field(&at, "resources"), container_range)?;
+        check(&at, &own, &limits);
         let is_sidecar = match &container.restart_policy {
             None | Some(Value::Null) => false,
             Some(Value::String(policy)) => policy == "Always",
             Some(other) => {
-                return Err(format!(
-                    "{}: expected a string, found {other}",
-                    Field(&Item(&init_path, index), "restartPolicy")
-                ));
+                return Err(format!("{}: expected a string, found {other}", Field(&at, "restartPolicy")));
             }
         };
         if is_sidecar {
@@ -249,7 +280,14 @@ fn pod_requests(spec: Option<&PodSpec>, path: &dyn fmt::Display) -> Result<Exact
     }
     max_into(&mut requests, &init_max);
 
-    let pod_level = effective_requests(spec.resources.as_ref(), &Field(path, "resources"))?;
+    // Pod-level resources get the Pod item's defaults only when present at all.
+    let pod_range = limit_ranges.and_then(|summary| summary.pod.as_ref());
+    let pod_defaults = pod_range.filter(|_| spec.resources.is_some());
+    let pod_path = Field(path, "resources");
+    let (pod_level, pod_limits) = container_resources(spec.resources.as_ref(), &pod_path, pod_defaults)?;
+    if let Some(problem) = ResourceProblem::find(&pod_path, &pod_level, &pod_limits, None) {
+        problems.push(problem);
+    }
     let supported = |resource: &str| matches!(resource, "cpu" | "memory") || resource.starts_with("hugepages-");
     if pod_level.keys().any(|resource| supported(resource)) {
         for (resource, quantity) in pod_level {
@@ -259,7 +297,19 @@ fn pod_requests(spec: Option<&PodSpec>, path: &dyn fmt::Display) -> Result<Exact
         }
     }
 
-    add_into(&mut requests, &resource_list(spec.overhead.as_ref(), &Field(path, "overhead"))?);
+    let overhead = resource_list(spec.overhead.as_ref(), &Field(path, "overhead"))?;
+    // handlePodOverhead: the RuntimeClass's overhead, only where the template has none.
+    let class = spec.runtime_class_name.as_deref().filter(|_| overhead.is_empty());
+    match class.and_then(|class| surroundings.runtime_overhead(class)) {
+        Some(class_overhead) => add_into(&mut requests, class_overhead),
+        None => add_into(&mut requests, &overhead),
+    }
+    if let Some(range) = pod_range
+        && let Some(problem) = ResourceProblem::find_in_pod(path, &requests, range)
+    {
+        range_problems.push(problem);
+    }
+    problems.extend(range_problems);
     Ok(requests)
 }
 
@@ -276,6 +326,17 @@ impl Workload {
     /// malformed or negative quantity, a negative count, a replicatedJob without a
     /// name), which the API server would refuse, is an error naming the field.
     pub fn pod_sets(&self, kind: WorkloadKind) -> Result<Vec<PodSetRequests>, String> {
+        self.pod_sets_in(kind, &super::limits::Bare)
+    }
+
+    /// [`Self::pod_sets`] where `surroundings` holds the namespace's
+    /// LimitRanges and the cluster's RuntimeClasses: requests as Kueue adjusts
+    /// them, and each pod set's [`ResourceProblem`]s.
+    pub fn pod_sets_in(
+        &self,
+        kind: WorkloadKind,
+        surroundings: &impl Surroundings,
+    ) -> Result<Vec<PodSetRequests>, String> {
         let spec = self.spec.as_ref();
         match kind {
             WorkloadKind::Job => {
@@ -285,7 +346,8 @@ impl Workload {
                     &"spec",
                 )?;
                 let pod_spec = spec.and_then(|spec| spec.template.as_ref()).and_then(|template| template.spec.as_ref());
-                let requests = pod_requests(pod_spec, &"spec.template.spec")?;
+                let mut problems = Vec::new();
+                let requests = pod_requests(pod_spec, &"spec.template.spec", surroundings, &mut problems)?;
                 let placement = Placement::read(pod_spec, &"spec.template.spec")?;
                 // minPodsCount: strconv.Atoi, then int32(..).
                 let min_count = self
@@ -295,7 +357,9 @@ impl Workload {
                     .and_then(|annotations| annotations.job_min_parallelism.as_deref())
                     .and_then(|value| value.parse::<i64>().ok())
                     .map(|value| i64::from(value as i32));
-                Ok(vec![PodSetRequests::new(DEFAULT_POD_SET_NAME.to_owned(), count, min_count, &requests, placement)])
+                let pod_set =
+                    PodSetRequests::new(DEFAULT_POD_SET_NAME.to_owned(), count, min_count, &requests, placement);
+                Ok(vec![PodSetRequests { problems, ..pod_set }])
             }
             WorkloadKind::JobSet => {
                 let mut pod_sets = Vec::new();
@@ -318,7 +382,9 @@ impl Workload {
                     let pod_spec = job_spec
                         .and_then(|job_spec| job_spec.template.as_ref())
                         .and_then(|template| template.spec.as_ref());
-                    let requests = pod_requests(pod_spec, &Field(&path, "template.spec.template.spec"))?;
+                    let mut problems = Vec::new();
+                    let template_path = Field(&path, "template.spec.template.spec");
+                    let requests = pod_requests(pod_spec, &template_path, surroundings, &mut problems)?;
                     let placement = Placement::read(pod_spec, &Field(&path, "template.spec.template.spec"))?;
                     // kueue.NewPodSetReference lower-cases the name.
                     pod_sets.push(PodSetRequests::new(

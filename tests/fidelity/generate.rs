@@ -202,6 +202,7 @@ pub fn scenario(seed: u64, index: u64) -> Scenario {
     place_pods(&mut placing, &mut workload);
     partial_admission(&mut placing, &mut workload);
     wide_jobset(&mut placing, &mut workload);
+    adjusted_resources(&mut placing, &mut objects, &mut workload);
 
     Scenario { id: format!("s{seed}-{index}"), objects, workload }
 }
@@ -580,5 +581,76 @@ fn wide_jobset(rng: &mut Rng, workload: &mut Value) {
         let mut job = last.clone();
         job["name"] = json!(format!("shard-{index}"));
         jobs.push(job);
+    }
+}
+
+/// What Kueue adds to requests and holds them to, sometimes: a LimitRange in
+/// the evaluation's namespace (defaults, a default limit that may sit below a
+/// request, min and max, for containers and pods), RuntimeClasses with
+/// overhead (and pod templates naming them, or one that does not exist),
+/// containers with limits and no requests, init containers and sidecars.
+fn adjusted_resources(rng: &mut Rng, objects: &mut Vec<Value>, workload: &mut Value) {
+    if rng.chance(25) {
+        let mut container = Map::from_iter([("type".to_string(), json!("Container"))]);
+        if rng.chance(60) {
+            container.insert(
+                "defaultRequest".into(),
+                json!({"cpu": format!("{}m", 250 * (1 + rng.below(8))), "memory": "1Gi"}),
+            );
+        }
+        if rng.chance(50) {
+            container.insert("default".into(), json!({"cpu": format!("{}", 1 + rng.below(4))}));
+        }
+        if rng.chance(30) {
+            container.insert(
+                "max".into(),
+                json!({"cpu": format!("{}", 1 + rng.below(4)), "memory": format!("{}Gi", 2 + rng.below(8))}),
+            );
+        }
+        if rng.chance(15) {
+            container.insert("min".into(), json!({"memory": format!("{}Gi", 1 + rng.below(2))}));
+        }
+        let mut limits = vec![Value::Object(container)];
+        if rng.chance(25) {
+            limits.push(json!({"type": "Pod", "max": {"cpu": format!("{}", 2 + rng.below(6))}}));
+        }
+        objects.push(json!({"apiVersion": "v1", "kind": "LimitRange",
+            "metadata": {"name": "defaults", "namespace": EVAL_NAMESPACE}, "spec": {"limits": limits}}));
+    }
+    let with_runtime_classes = rng.chance(20);
+    if with_runtime_classes {
+        objects.push(json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"},
+            "handler": "kata", "overhead": {"podFixed": {"cpu": format!("{}m", 250 * (1 + rng.below(6))), "memory": "160Mi"}}}));
+        objects.push(json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "nvidia"}));
+    }
+    let templates: Vec<&mut Value> = if workload["kind"] == "Job" {
+        vec![&mut workload["spec"]["template"]["spec"]]
+    } else {
+        workload["spec"]["replicatedJobs"]
+            .as_array_mut()
+            .map(|jobs| jobs.iter_mut().map(|job| &mut job["template"]["spec"]["template"]["spec"]).collect())
+            .unwrap_or_default()
+    };
+    for pod in templates {
+        if with_runtime_classes && rng.chance(40) {
+            pod["runtimeClassName"] = json!(rng.pick(&["kata", "nvidia", "gvisor"]));
+        }
+        let container = &mut pod["containers"][0]["resources"];
+        if rng.chance(15) {
+            // Limits only: Kueue counts them as the requests.
+            let requests = container["requests"].take();
+            *container = json!({"limits": requests});
+        } else if rng.chance(15) {
+            container["limits"] = json!({"cpu": format!("{}", 1 + rng.below(3))});
+        }
+        if rng.chance(15) {
+            let restart = if rng.chance(50) { json!("Always") } else { Value::Null };
+            let mut init = json!({"name": "init", "image": "busybox",
+                "resources": {"requests": {"cpu": format!("{}", 1 + rng.below(3)), "memory": "1Gi"}}});
+            if !restart.is_null() {
+                init["restartPolicy"] = restart;
+            }
+            pod["initContainers"] = json!([init]);
+        }
     }
 }

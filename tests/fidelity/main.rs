@@ -266,6 +266,15 @@ fn placement_spaces(
             "Job: job-min-parallelism (partial admission)",
         ),
         (repelling, "flavor: NoSchedule or NoExecute taint"),
+        (scenario.objects.iter().any(|o| o["kind"] == "LimitRange"), "namespace: LimitRange"),
+        (any("runtimeClassName"), "pod template: runtimeClassName"),
+        (any("initContainers"), "pod template: init container or sidecar"),
+        (
+            templates.iter().any(|pod| {
+                pod["containers"].as_array().is_some_and(|cs| cs.iter().any(|c| !c["resources"]["limits"].is_null()))
+            }),
+            "pod template: limits",
+        ),
         (flavors.iter().any(|f| !f["spec"]["tolerations"].is_null()), "flavor: tolerations of its own"),
         (eval.reason == Reason::NoMatchingFlavor.as_str(), "eval-admission: no-matching-flavor"),
         (kueue_reason.contains("untolerated taint"), "Kueue: untolerated taint"),
@@ -728,4 +737,72 @@ fn the_judge_refuses_the_workloads_the_api_server_refuses() {
     assert!(!verdict.admissible, "{verdict:?}");
     assert!(verdict.reason.as_deref().unwrap_or("").contains("must have at most 18 items"), "{verdict:?}");
     assert_eq!(eval_verdict(&config, &objects, &jobset(19)).reason, Reason::WorkloadRefused.as_str());
+}
+
+/// What Kueue counts is the Workload after `workload.AdjustResources`
+/// (WorkloadReconciler.Create): RuntimeClass overhead, LimitRange defaults,
+/// limits standing in for missing requests. The judge handed the queue
+/// manager the Workload as built, and held neither LimitRanges nor
+/// RuntimeClasses: it admitted all three of these into a 2-cpu queue (each
+/// counted 0 or 1 cpu); Kueue counts 4, 4 and 2500m and never admits them.
+#[test]
+fn the_judge_counts_what_kueue_adds_to_requests() {
+    let queue = |objects: &mut Vec<Value>| {
+        objects.extend([
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "team-a", "labels": {"kubernetes.io/metadata.name": "team-a"}}}),
+            serde_json::json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}}),
+            serde_json::json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+                "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", "memory"],
+                    "flavors": [{"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 2}, {"name": "memory", "nominalQuota": "8Gi"}]}]}]}}),
+            serde_json::json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                "metadata": {"name": "q", "namespace": "team-a"}, "spec": {"clusterQueue": "cq"}}),
+        ]);
+    };
+    let job = |resources: Value, runtime_class: Option<&str>| {
+        let mut pod = serde_json::json!({"restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox", "resources": resources}]});
+        if let Some(class) = runtime_class {
+            pod["runtimeClassName"] = class.into();
+        }
+        testkit::JobBuilder::new("team-a", "eval")
+            .labels(&[("app", "evalhub"), ("component", "evaluation-job")])
+            .queue("q")
+            .suspend(true)
+            .pod(pod)
+            .build()
+    };
+    let limit_range = serde_json::json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": "team-a"},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "4"}, "default": {"cpu": "4"}}]}});
+    let runtime_class = serde_json::json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"},
+        "handler": "kata", "overhead": {"podFixed": {"cpu": "1500m"}}});
+    let cases = [
+        ("limit-range-default", Some(limit_range), job(serde_json::json!({"requests": {"memory": "1Gi"}}), None)),
+        ("limits-only", None, job(serde_json::json!({"limits": {"cpu": "4"}}), None)),
+        (
+            "runtime-class-overhead",
+            Some(runtime_class),
+            job(serde_json::json!({"requests": {"cpu": "1"}}), Some("kata")),
+        ),
+    ];
+    let mut judge = Oracle::start(&oracle::build());
+    let config = Config::load(None).unwrap();
+    for (name, extra, workload) in cases {
+        let mut objects = Vec::new();
+        queue(&mut objects);
+        objects.extend(extra.clone());
+        let verdict = judge.judge(name, &objects, &workload);
+        assert!(!verdict.admissible, "{name}: {verdict:?}");
+        assert!(verdict.reason.as_deref().unwrap_or("").contains("maximum capacity (2)"), "{name}: {verdict:?}");
+        assert_eq!(eval_verdict(&config, &objects, &workload).reason, Reason::ExceedsQuota.as_str(), "{name}");
+        // Without what adds to it, the same Job fits.
+        let mut bare = Vec::new();
+        queue(&mut bare);
+        if extra.is_none() {
+            continue;
+        }
+        let verdict = judge.judge(name, &bare, &workload);
+        assert!(verdict.admissible, "{name} alone: {verdict:?}");
+        assert!(eval_verdict(&config, &bare, &workload).allowed, "{name} alone");
+    }
 }

@@ -145,6 +145,52 @@ struct WireResourceFlavorSpec {
 }
 
 #[derive(Deserialize, Default)]
+struct WireLimitRangeSpec {
+    #[serde(default)]
+    limits: Option<Vec<WireLimitRangeItem>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct WireLimitRangeItem {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    max: Option<BTreeMap<String, Value>>,
+    #[serde(default)]
+    min: Option<BTreeMap<String, Value>>,
+    #[serde(default)]
+    default: Option<BTreeMap<String, Value>>,
+    #[serde(default)]
+    default_request: Option<BTreeMap<String, Value>>,
+}
+
+#[derive(Deserialize)]
+struct WireRuntimeClass {
+    #[serde(default)]
+    metadata: WireMeta,
+    #[serde(default)]
+    overhead: Option<WireOverhead>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct WireOverhead {
+    #[serde(default)]
+    pod_fixed: Option<BTreeMap<String, Value>>,
+}
+
+/// A ResourceList of exact quantities.
+fn amounts(list: Option<BTreeMap<String, Value>>) -> Result<ResourceAmounts, String> {
+    list.unwrap_or_default()
+        .into_iter()
+        .map(|(resource, raw)| {
+            Ok((resource.as_str().into(), Quantity::from_json(&raw).map_err(|e| format!("{resource}: {e}"))?))
+        })
+        .collect()
+}
+
+#[derive(Deserialize, Default)]
 struct WireConditions {
     #[serde(default)]
     conditions: Option<Vec<WireCondition>>,
@@ -314,6 +360,34 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
                 key: OwnerKey { api_group: group.to_string(), kind: kind.to_string(), namespace, name },
                 uid,
             }
+        }
+        ("", "LimitRange") => {
+            let wire: WireObject<WireLimitRangeSpec> = serde_json::from_value(object).map_err(bad)?;
+            let name = named(&wire.metadata)?;
+            let namespace = wire.metadata.namespace.clone().filter(|ns| !ns.is_empty());
+            let namespace =
+                namespace.ok_or_else(|| DecodeError(format!("LimitRange {name} without metadata.namespace")))?;
+            let mut items = Vec::new();
+            for item in wire.spec.unwrap_or_default().limits.unwrap_or_default() {
+                let amounts = |list: Option<BTreeMap<String, Value>>, field: &str| {
+                    amounts(list).map_err(|e| DecodeError(format!("LimitRange {namespace}/{name} {field}: {e}")))
+                };
+                let limit = LimitItem {
+                    max: amounts(item.max, "max")?,
+                    min: amounts(item.min, "min")?,
+                    default: amounts(item.default, "default")?,
+                    default_request: amounts(item.default_request, "defaultRequest")?,
+                };
+                items.push((item.kind.unwrap_or_default(), limit));
+            }
+            ClusterObject::LimitRange { namespace, name, items }
+        }
+        ("node.k8s.io", "RuntimeClass") => {
+            let wire: WireRuntimeClass = serde_json::from_value(object).map_err(bad)?;
+            let name = named(&wire.metadata)?;
+            let overhead = amounts(wire.overhead.and_then(|overhead| overhead.pod_fixed))
+                .map_err(|e| DecodeError(format!("RuntimeClass {name} overhead.podFixed: {e}")))?;
+            ClusterObject::RuntimeClass { name, overhead }
         }
         ("scheduling.k8s.io", "PriorityClass") => {
             let wire: WireValueObject = serde_json::from_value(object).map_err(bad)?;

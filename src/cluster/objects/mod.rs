@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::kueue_config::KueueConfig;
 use super::selector::LabelSelector;
 pub use crate::vocabulary::scheduling::{Taint, Toleration};
+pub use crate::workload::{LimitItem, ResourceAmounts};
 
 /// A namespace as the rules see it: its default-queue annotation and its labels
 /// (ClusterQueue namespaceSelectors and Kueue's managedJobsNamespaceSelector match them).
@@ -259,6 +260,18 @@ pub enum ClusterObject {
     /// Kueue's Configuration, read from its ConfigMap.
     KueueConfiguration {
         config: Box<KueueConfig>,
+    },
+    /// A namespace's LimitRange: its `Container` and `Pod` items (the types
+    /// Kueue reads), in order.
+    LimitRange {
+        namespace: String,
+        name: String,
+        items: Vec<(String, LimitItem)>,
+    },
+    /// A RuntimeClass: its `overhead.podFixed` (empty when it has none).
+    RuntimeClass {
+        name: String,
+        overhead: ResourceAmounts,
     },
     /// An object of a kind Kueue admits as a unit (a JobSet, ...): only who it is.
     Owner {
