@@ -29,6 +29,13 @@ import (
 // in these scenarios (checked: 3 and 6 give the same verdicts on the fixed seed).
 const cyclesPerRun = 3
 
+// admissionCycles bounds the cycles the evaluation gets alone. A workload
+// whose flavor scans stopped short of their last flavor is requeued at once
+// and resumes them (FlavorFungibilityPreserveScanProgress), one cycle per
+// step, so three cycles could end a run Kueue would go on with; the run ends
+// by itself once nothing is left in the heap.
+const admissionCycles = 64
+
 // The Integrations.Frameworks names of the two kinds eval-admission reviews.
 var frameworkOf = map[string]string{"Job": "batch/job", "JobSet": "jobset.x-k8s.io/jobset"}
 
@@ -179,7 +186,7 @@ func admitAlone(c *cluster, env *kueueEnv, wl *kueue.Workload) (*kueue.Workload,
 	if err := env.submit(wl.DeepCopy()); err != nil {
 		return nil, "", err
 	}
-	if err := env.cycles(cyclesPerRun); err != nil {
+	if err := env.cycles(admissionCycles); err != nil {
 		return nil, "", err
 	}
 	got, err := env.get(wl.Name, wl.Namespace)

@@ -38,6 +38,7 @@ import (
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	kueueconfig "sigs.k8s.io/kueue/pkg/config"
+	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/scheduler"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
@@ -287,11 +288,28 @@ func newEnv(ctx context.Context, c *cluster, extra ...client.Object) (*kueueEnv,
 	if c.config.AdmissionFairSharing != nil {
 		cacheOpts = append(cacheOpts, schdcache.WithAdmissionFairSharing(c.config.AdmissionFairSharing))
 	}
+	// The Configuration's resources, as cmd/kueue/main.go passes them.
+	if res := c.config.Resources; res != nil {
+		if len(res.ExcludeResourcePrefixes) > 0 {
+			cacheOpts = append(cacheOpts, schdcache.WithExcludedResourcePrefixes(res.ExcludeResourcePrefixes))
+		}
+		if len(res.Transformations) > 0 {
+			cacheOpts = append(cacheOpts, schdcache.WithResourceTransformations(res.Transformations))
+		}
+	}
 	cache := schdcache.New(cl, cacheOpts...)
 	expectations := preemptexpectations.New()
 	queueOpts := []qcache.Option{qcache.WithPreemptionExpectations(expectations)}
 	if c.config.AdmissionFairSharing != nil {
 		queueOpts = append(queueOpts, qcache.WithAdmissionFairSharing(c.config.AdmissionFairSharing))
+	}
+	if res := c.config.Resources; res != nil {
+		if len(res.ExcludeResourcePrefixes) > 0 {
+			queueOpts = append(queueOpts, qcache.WithExcludedResourcePrefixes(res.ExcludeResourcePrefixes))
+		}
+		if len(res.Transformations) > 0 {
+			queueOpts = append(queueOpts, qcache.WithResourceTransformations(res.Transformations))
+		}
 	}
 	queues := qcache.NewManagerForUnitTests(cl, cache, queueOpts...)
 
@@ -331,6 +349,7 @@ func newEnv(ctx context.Context, c *cluster, extra ...client.Object) (*kueueEnv,
 		scheduler.WithFairSharing(c.config.FairSharing),
 		scheduler.WithAdmissionFairSharing(c.config.AdmissionFairSharing),
 		scheduler.WithPreemptionExpectations(expectations),
+		scheduler.WithQuotaCheckStrategy(quotaCheckStrategy(&c.config)),
 	)
 	env.scheduler.SetAdmissionRoutineWrapperForOracle(routine.NewWrapper(
 		func() { env.admitting.Add(1) },
@@ -412,4 +431,12 @@ func (e *kueueEnv) get(name, namespace string) (*kueue.Workload, error) {
 	var wl kueue.Workload
 	err := e.client.Get(e.ctx, client.ObjectKey{Name: name, Namespace: namespace}, &wl)
 	return &wl, err
+}
+
+// quotaCheckStrategy is cmd/kueue/main.go's: the Configuration's, with its gate on.
+func quotaCheckStrategy(cfg *configapi.Configuration) configapi.QuotaCheckStrategy {
+	if features.Enabled(features.QuotaCheckStrategy) && cfg.Resources != nil && cfg.Resources.QuotaCheckStrategy != nil {
+		return *cfg.Resources.QuotaCheckStrategy
+	}
+	return configapi.QuotaCheckBlockUndeclared
 }
