@@ -4,7 +4,7 @@
 
 use super::kueue_config::KueueConfig;
 use super::{ClusterQueue, Cohort, LocalQueue, NamespaceInfo, OwnerKey, PriorityClass, ResourceFlavor};
-use crate::workload::{LimitSummary, ResourceAmounts, Surroundings};
+use crate::workload::{LimitSummary, ResourceAmounts, ResourceSettings, Surroundings};
 
 /// Read-only lookups the rules need. Implementations answer from memory: no
 /// method may block on the network.
@@ -151,5 +151,8 @@ impl<V: ClusterView + ?Sized> Surroundings for InNamespace<'_, V> {
     }
     fn runtime_overhead(&self, class: &str) -> Option<&ResourceAmounts> {
         self.view.runtime_overhead(class)
+    }
+    fn resource_settings(&self) -> Option<&ResourceSettings> {
+        Some(&self.view.kueue_config().resources).filter(|settings| !settings.is_empty())
     }
 }

@@ -140,19 +140,69 @@ pub fn check_managed(view: &impl ClusterView, subject: Subject<'_>) -> Result<()
     Ok(())
 }
 
-/// Kueue's flavor assignment for a workload alone in its ClusterQueue: pod sets
-/// in order, each resource group's flavors in order, the first flavor where
-/// every covered request fits what the queue could ever get (with no usage,
-/// Kueue's `available` equals its `potentialAvailable`), usage carried from one
-/// pod set to the next. Kueue does not backtrack, and neither does this.
+/// Where each pod set's scan of a resource group's flavors starts, and where
+/// the last one stopped: (pod set index, group index) -> flavor index.
+type ScanProgress = BTreeMap<(usize, usize), usize>;
+
+/// Kueue's flavor assignment for a workload alone in its ClusterQueue, over
+/// as many scheduling cycles as Kueue gives it. One cycle is [`assign_once`].
+/// A cycle that fails is not the end while some pod set's scan stopped short
+/// of its group's last flavor: with FlavorFungibilityPreserveScanProgress (beta,
+/// on in v0.19) the workload is requeued at once (`PendingFlavors`) and the
+/// next cycle resumes each such scan at the flavor after the one it stopped at
+/// (`NextFlavorToTryForPodSetResource`), the others from the first. It stays
+/// pending once no scan has flavors left. The first cycle's failure is the
+/// one reported: it is the one that reads in the queue's own order.
 fn assign_flavors(
     view: &impl ClusterView,
     cq_name: &str,
     queue: &ClusterQueue,
     pod_sets: &[PodSetRequests],
 ) -> Result<Usage, Inadmissible> {
+    let (first, mut stopped) = match assign_once(view, cq_name, queue, pod_sets, &ScanProgress::new()) {
+        (Ok(usage), _) => return Ok(usage),
+        (Err(inadmissible), stopped) => (inadmissible, stopped),
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    while !stopped.is_empty() && seen.insert(stopped.clone()) {
+        let starts: ScanProgress = stopped.iter().map(|(scan, index)| (*scan, index + 1)).collect();
+        match assign_once(view, cq_name, queue, pod_sets, &starts) {
+            (Ok(usage), _) => return Ok(usage),
+            (Err(_), next) => stopped = next,
+        }
+    }
+    Err(first)
+}
+
+/// One cycle's flavor assignment (`FlavorAssigner.assignFlavors`): pod sets
+/// in order, each resource group's flavors in order from where `starts` says,
+/// the first flavor where every covered request fits what the queue could
+/// ever get (with no usage, Kueue's `available` equals its
+/// `potentialAvailable`), usage carried from one pod set to the next. Also
+/// returns where each scan that chose a flavor stopped short of its group's
+/// last flavor (`TriedFlavorIdx`), which the next cycle resumes after.
+fn assign_once(
+    view: &impl ClusterView,
+    cq_name: &str,
+    queue: &ClusterQueue,
+    pod_sets: &[PodSetRequests],
+    starts: &ScanProgress,
+) -> (Result<Usage, Inadmissible>, ScanProgress) {
+    let mut stopped = ScanProgress::new();
+    let assigned = assign_scanning(view, cq_name, queue, pod_sets, starts, &mut stopped);
+    (assigned, stopped)
+}
+
+fn assign_scanning(
+    view: &impl ClusterView,
+    cq_name: &str,
+    queue: &ClusterQueue,
+    pod_sets: &[PodSetRequests],
+    starts: &ScanProgress,
+    stopped: &mut ScanProgress,
+) -> Result<Usage, Inadmissible> {
     let mut used = Usage::new();
-    for pod_set in pod_sets {
+    for (pod_set_index, pod_set) in pod_sets.iter().enumerate() {
         let mut requests = pod_set.total.clone();
         if queue.group_for("pods").is_some() {
             requests.insert("pods".into(), pod_set.count.saturating_mul(1000));
@@ -160,8 +210,10 @@ fn assign_flavors(
         let mut assigned: BTreeMap<&str, &str> = BTreeMap::new();
         for (resource, amount) in &requests {
             let Some(group) = queue.group_for(resource) else {
-                if *amount == 0 {
-                    continue; // Kueue skips zero requests of undeclared resources
+                // Kueue skips zero requests of undeclared resources, and all of
+                // them under quotaCheckStrategy IgnoreUndeclared.
+                if *amount == 0 || view.kueue_config().ignores_undeclared_resources() {
+                    continue;
                 }
                 return Err(Inadmissible::new(
                     Reason::ResourceUncovered,
@@ -183,7 +235,11 @@ fn assign_flavors(
             let mut chosen: Option<(&str, bool)> = None;
             // Flavors the pod set's placement rules out, before quota is counted.
             let mut misfits = Vec::new();
-            for flavor in &group.flavors {
+            let group_index = queue.resource_groups.iter().position(|g| std::ptr::eq(g, group)).unwrap_or(0);
+            let start = starts.get(&(pod_set_index, group_index)).copied().unwrap_or(0);
+            let mut attempted = start;
+            for (flavor_index, flavor) in group.flavors.iter().enumerate().skip(start) {
+                attempted = flavor_index;
                 if let Some(resource_flavor) = view.resource_flavor(&flavor.name)
                     && let Some(misfit) = placement::misfit(resource_flavor, &pod_set.placement)
                 {
@@ -238,7 +294,7 @@ fn assign_flavors(
                 }
             }
             let Some((flavor, _)) = chosen else {
-                if misfits.len() == group.flavors.len() {
+                if misfits.len() == group.flavors.len() - start.min(group.flavors.len()) && !misfits.is_empty() {
                     return Err(Inadmissible::new(
                         Reason::NoMatchingFlavor,
                         format!(
@@ -266,6 +322,9 @@ fn assign_flavors(
                     )
                 });
             };
+            if attempted + 1 < group.flavors.len() {
+                stopped.insert((pod_set_index, group_index), attempted);
+            }
             for (name, amount) in &group_requests {
                 assigned.insert(name, flavor);
                 *used.entry((flavor.to_string(), name.to_string())).or_default() += amount;
@@ -593,5 +652,44 @@ mod tests {
         let pod_sets = job.pod_sets(subject.kind).unwrap();
         let usage = super::check(&seed_state(), subject, "eval-queue", &pod_sets).unwrap();
         assert_eq!(usage[&("default-flavor".to_string(), "cpu".to_string())], 30_000);
+    }
+
+    #[test]
+    fn a_failed_cycle_resumes_each_scan_after_the_flavor_it_stopped_at() {
+        // Pod set 'a' fits the small flavor first; 'b' may only use it, and then
+        // no longer fits. Kueue's next cycle moves 'a' on to the big flavor.
+        let state = state_with(&[
+            SEED_STATE,
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: small}\nspec: {nodeLabels: {pool: small}}\n",
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: big}\nspec: {nodeLabels: {pool: big}}\n",
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: two-pools}\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n\
+             \x20 - {coveredResources: [cpu], flavors: [{name: small, resources: [{name: cpu, nominalQuota: 2}]}, {name: big, resources: [{name: cpu, nominalQuota: 8}]}]}\n",
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: pools, namespace: my-benchmarks}\nspec: {clusterQueue: two-pools}\n",
+        ]);
+        let pod = |selector: Option<&str>| {
+            let mut pod = testkit::workload::pod_spec("main", "busybox", Some(serde_json::json!({"cpu": "2"})), None);
+            if let Some(pool) = selector {
+                pod["nodeSelector"] = serde_json::json!({"pool": pool});
+            }
+            serde_json::json!({"template": {"spec": pod}})
+        };
+        let jobset = |b_pool: &str| {
+            let value = testkit::JobSetBuilder::aiperf("my-benchmarks")
+                .queue("pools")
+                .replicated_job("a", 1, pod(None))
+                .replicated_job("b", 1, pod(Some(b_pool)))
+                .build();
+            serde_json::from_value::<crate::workload::Workload>(value).unwrap()
+        };
+        let admitted = jobset("small");
+        let subject = jobset_subject(&admitted);
+        let usage = super::check(&state, subject, "pools", &admitted.pod_sets(subject.kind).unwrap()).unwrap();
+        assert_eq!(usage[&("big".to_string(), "cpu".to_string())], 2000, "'a' moved on to big");
+        assert_eq!(usage[&("small".to_string(), "cpu".to_string())], 2000, "'b' on small");
+        // No order of scans places 'b' on a pool no flavor is.
+        let never = jobset("medium");
+        let subject = jobset_subject(&never);
+        let refused = super::check(&state, subject, "pools", &never.pod_sets(subject.kind).unwrap()).unwrap_err();
+        assert_eq!(refused.reason, Reason::NoMatchingFlavor, "{}", refused.cause);
     }
 }

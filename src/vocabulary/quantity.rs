@@ -117,6 +117,18 @@ impl Quantity {
         Self { nano: self.nano.saturating_add(other.nano) }
     }
 
+    /// The exact product (`inf.Dec` in Kueue's `multiplyResourceQuantities`),
+    /// rounded up to the nano-unit: Kueue then rounds up to milli-units or
+    /// units, which a nano-unit more or less cannot change.
+    pub fn saturating_mul(self, other: Self) -> Self {
+        let Some(product) = self.nano.checked_mul(other.nano) else {
+            let positive = (self.nano < 0) == (other.nano < 0);
+            return Self { nano: if positive { i128::MAX } else { i128::MIN } };
+        };
+        let (quotient, remainder) = (product / NANO_PER_UNIT, product % NANO_PER_UNIT);
+        Self { nano: if remainder > 0 { quotient + 1 } else { quotient } }
+    }
+
     /// The integer Kueue keeps for this quantity of `resource`
     /// (Kueue v0.19.2 `pkg/resources/requests.go` `ResourceValue`): milli-units for
     /// `cpu`, whole units rounded up for everything else, clamped to `i64`

@@ -54,6 +54,8 @@ pub trait Surroundings {
     /// `overhead.podFixed` of RuntimeClass `class`; `None` when it does not
     /// exist or has none (Kueue then adds nothing and logs the miss).
     fn runtime_overhead(&self, class: &str) -> Option<&ResourceAmounts>;
+    /// Kueue's Configuration `resources`: exclusions and transformations.
+    fn resource_settings(&self) -> Option<&super::ResourceSettings>;
 }
 
 /// No LimitRange and no RuntimeClass.
@@ -65,6 +67,10 @@ impl Surroundings for Bare {
     }
 
     fn runtime_overhead(&self, _class: &str) -> Option<&ResourceAmounts> {
+        None
+    }
+
+    fn resource_settings(&self) -> Option<&super::ResourceSettings> {
         None
     }
 }

@@ -9,6 +9,7 @@ mod kind;
 mod limits;
 mod placement;
 mod requests;
+mod transform;
 
 use std::collections::BTreeMap;
 
@@ -22,6 +23,7 @@ pub use kind::WorkloadKind;
 pub use limits::{Bare, LimitItem, LimitSummary, ProblemKind, ResourceAmounts, ResourceProblem, Surroundings};
 pub use placement::Placement;
 pub use requests::PodSetRequests;
+pub use transform::{ResourceSettings, Transformation};
 
 use crate::vocabulary::kueue::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
 

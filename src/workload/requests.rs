@@ -313,6 +313,14 @@ fn pod_requests(
     Ok(requests)
 }
 
+/// A pod's requests under Kueue's Configuration `resources`, when it has any.
+fn counted(requests: ExactRequests, surroundings: &impl Surroundings) -> ExactRequests {
+    match surroundings.resource_settings() {
+        Some(settings) => settings.apply(requests),
+        None => requests,
+    }
+}
+
 impl Workload {
     /// The podsets of the Workload Kueue v0.19.2 creates for this Job or JobSet, with
     /// their counts and the requests Kueue counts against quota (see
@@ -348,6 +356,7 @@ impl Workload {
                 let pod_spec = spec.and_then(|spec| spec.template.as_ref()).and_then(|template| template.spec.as_ref());
                 let mut problems = Vec::new();
                 let requests = pod_requests(pod_spec, &"spec.template.spec", surroundings, &mut problems)?;
+                let requests = counted(requests, surroundings);
                 let placement = Placement::read(pod_spec, &"spec.template.spec")?;
                 // minPodsCount: strconv.Atoi, then int32(..).
                 let min_count = self
@@ -385,6 +394,7 @@ impl Workload {
                     let mut problems = Vec::new();
                     let template_path = Field(&path, "template.spec.template.spec");
                     let requests = pod_requests(pod_spec, &template_path, surroundings, &mut problems)?;
+                    let requests = counted(requests, surroundings);
                     let placement = Placement::read(pod_spec, &Field(&path, "template.spec.template.spec"))?;
                     // kueue.NewPodSetReference lower-cases the name.
                     pod_sets.push(PodSetRequests::new(

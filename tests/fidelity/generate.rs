@@ -203,6 +203,7 @@ pub fn scenario(seed: u64, index: u64) -> Scenario {
     partial_admission(&mut placing, &mut workload);
     wide_jobset(&mut placing, &mut workload);
     adjusted_resources(&mut placing, &mut objects, &mut workload);
+    resource_settings(&mut placing, &mut objects, &mut workload);
 
     Scenario { id: format!("s{seed}-{index}"), objects, workload }
 }
@@ -651,6 +652,37 @@ fn adjusted_resources(rng: &mut Rng, objects: &mut Vec<Value>, workload: &mut Va
                 init["restartPolicy"] = restart;
             }
             pod["initContainers"] = json!([init]);
+        }
+    }
+}
+
+/// Kueue's Configuration `resources`, sometimes (where a Configuration was
+/// drawn): RDMA devices excluded, a GPU-slice resource replaced by whole
+/// GPUs, or undeclared resources ignored; and the first container asking for
+/// an RDMA device or a slice.
+fn resource_settings(rng: &mut Rng, objects: &mut [Value], workload: &mut Value) {
+    let config = objects.iter_mut().find(|o| o["kind"] == "ConfigMap");
+    if let Some(config) = config
+        && rng.chance(40)
+    {
+        let settings = rng.pick(&[
+            "resources:\n  excludeResourcePrefixes: [rdma/]\n",
+            "resources:\n  transformations:\n  - input: example.com/gpu-slice\n    strategy: Replace\n    outputs: {nvidia.com/gpu: \"1\"}\n",
+            "resources:\n  transformations:\n  - input: example.com/gpu-slice\n    outputs: {nvidia.com/gpu: 500m}\n",
+            "resources:\n  quotaCheckStrategy: IgnoreUndeclared\n",
+        ]);
+        let text = config["data"]["controller_manager_config.yaml"].as_str().unwrap_or_default().to_string();
+        config["data"]["controller_manager_config.yaml"] = json!(text + settings);
+    }
+    if rng.chance(15) {
+        let first = if workload["kind"] == "Job" {
+            &mut workload["spec"]["template"]["spec"]["containers"][0]
+        } else {
+            &mut workload["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+        };
+        let resource = *rng.pick(&["rdma/ib", "example.com/gpu-slice"]);
+        if first["resources"]["requests"].is_object() {
+            first["resources"]["requests"][resource] = json!(format!("{}", 1 + rng.below(2)));
         }
     }
 }

@@ -266,6 +266,12 @@ fn placement_spaces(
             "Job: job-min-parallelism (partial admission)",
         ),
         (repelling, "flavor: NoSchedule or NoExecute taint"),
+        (
+            scenario.objects.iter().any(|o| {
+                o["data"]["controller_manager_config.yaml"].as_str().is_some_and(|c| c.contains("resources:"))
+            }),
+            "Kueue Configuration: resources",
+        ),
         (scenario.objects.iter().any(|o| o["kind"] == "LimitRange"), "namespace: LimitRange"),
         (any("runtimeClassName"), "pod template: runtimeClassName"),
         (any("initContainers"), "pod template: init container or sidecar"),
@@ -804,5 +810,28 @@ fn the_judge_counts_what_kueue_adds_to_requests() {
         let verdict = judge.judge(name, &bare, &workload);
         assert!(verdict.admissible, "{name} alone: {verdict:?}");
         assert!(eval_verdict(&config, &bare, &workload).allowed, "{name} alone");
+    }
+}
+
+/// Kueue's Configuration `resources` changes what quota counts: excluded
+/// prefixes are dropped, transformations turn MIG slices into accelerator
+/// memory, `quotaCheckStrategy: IgnoreUndeclared` skips what no group covers.
+/// The judge did not pass them to its cache, queue manager and scheduler (as
+/// cmd/kueue does): it answered "unavailable in ClusterQueue" for all four of
+/// tests/fidelity/resources-cases.json, where Kueue admits three.
+#[test]
+fn the_judge_counts_resources_as_kueues_configuration_says() {
+    let cases: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(repo("tests/fidelity/resources-cases.json")).unwrap()).unwrap();
+    let expected = [("exclude", true), ("mig", true), ("mig-too-much", false), ("ignore-undeclared", true)];
+    let mut judge = Oracle::start(&oracle::build());
+    let config = Config::load(None).unwrap();
+    for (case, (id, admissible)) in cases.iter().zip(expected) {
+        assert_eq!(case["id"], id);
+        let objects = case["objects"].as_array().unwrap().clone();
+        let verdict = judge.judge(id, &objects, &case["workload"]);
+        assert_eq!(verdict.admissible, admissible, "{id}: {verdict:?}");
+        let eval = eval_verdict(&config, &objects, &case["workload"]);
+        assert_eq!(eval.allowed, admissible, "{id}: {eval:?}");
     }
 }

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::*;
 use crate::vocabulary::go_duration::parse_go_duration;
+use crate::vocabulary::quantity::Quantity;
 use crate::vocabulary::text::echo;
 use crate::vocabulary::yaml::check_flow_nesting;
 
@@ -155,6 +156,7 @@ impl Parser {
         let wait_for_pods_ready =
             if v1beta1 { self.wait_for_pods_ready_v1beta1(root)? } else { self.wait_for_pods_ready_v1beta2(root)? };
         let fair_sharing = self.fair_sharing(root, v1beta1)?;
+        let (resources, quota_check_strategy) = self.resources(root)?;
         let feature_gates = match present(root, "featureGates") {
             None => BTreeMap::new(),
             Some(value) => {
@@ -181,6 +183,8 @@ impl Parser {
             external_frameworks,
             wait_for_pods_ready,
             fair_sharing,
+            resources,
+            quota_check_strategy,
             feature_gates,
             startup_errors: Vec::new(),
         };
@@ -347,6 +351,55 @@ impl Parser {
             }
         }
         Ok(Some(FairSharing { preemption_strategies: strategies }))
+    }
+
+    /// `resources`: exclusions, transformations (strategy defaulted to
+    /// Retain, `SetDefaults_Configuration`) and the quota check strategy;
+    /// `deviceClassMappings` (DRA) is read past.
+    fn resources(&mut self, root: &Object) -> Result<(ResourceSettings, Option<String>), String> {
+        let Some(value) = present(root, "resources") else { return Ok((ResourceSettings::default(), None)) };
+        let fields = object(value, "resources")?;
+        let known = ["quotaCheckStrategy", "excludeResourcePrefixes", "transformations", "deviceClassMappings"];
+        self.unknown_fields(fields, &known, "resources");
+        let quota_check_strategy = string(fields, "quotaCheckStrategy", "resources.quotaCheckStrategy")?;
+        let exclude_prefixes = strings(fields, "excludeResourcePrefixes", "resources.excludeResourcePrefixes")?;
+        let mut transformations = Vec::new();
+        let items = match present(fields, "transformations") {
+            None => &Vec::new(),
+            Some(Value::Array(items)) => items,
+            Some(other) => return Err(expected("resources.transformations", "a list", other)),
+        };
+        for (index, item) in items.iter().enumerate() {
+            let path = format!("resources.transformations[{index}]");
+            let item = object(item, &path)?;
+            self.unknown_fields(item, &["input", "strategy", "multiplyBy", "outputs"], &path);
+            let input = string(item, "input", &format!("{path}.input"))?.unwrap_or_default();
+            // validateResourceTransformations: Retain or Replace.
+            let replace = match string(item, "strategy", &format!("{path}.strategy"))?.as_deref() {
+                None | Some("Retain") => false,
+                Some("Replace") => true,
+                Some(other) => {
+                    self.problem(format!("{path}.strategy: unsupported {} (Retain or Replace)", echo(other)));
+                    false
+                }
+            };
+            let multiply_by = string(item, "multiplyBy", &format!("{path}.multiplyBy"))?.filter(|by| !by.is_empty());
+            let mut outputs = crate::workload::ResourceAmounts::new();
+            if let Some(value) = present(item, "outputs") {
+                for (resource, raw) in object(value, &format!("{path}.outputs"))? {
+                    let quantity =
+                        Quantity::from_json(raw).map_err(|e| format!("{path}.outputs[{}]: {e}", echo(resource)))?;
+                    outputs.insert(resource.as_str().into(), quantity);
+                }
+            }
+            transformations.push(Transformation {
+                input: input.as_str().into(),
+                replace,
+                multiply_by: multiply_by.map(|by| by.as_str().into()),
+                outputs,
+            });
+        }
+        Ok((ResourceSettings { exclude_prefixes, transformations }, quota_check_strategy))
     }
 
     fn duration_value(&mut self, value: &Value, path: &str) -> Result<i64, String> {

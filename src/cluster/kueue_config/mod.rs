@@ -38,6 +38,7 @@ mod validate;
 use crate::vocabulary::go_duration::go_duration;
 use crate::vocabulary::kueue::{CONFIG_MAP, DEFAULT_NAMESPACE, NAMESPACE_NAME_LABEL};
 use crate::vocabulary::text::{echo, listed};
+pub use crate::workload::{ResourceSettings, Transformation};
 
 /// `defaultJobFrameworkName`: the only framework enabled by default.
 pub const DEFAULT_FRAMEWORK: &str = "batch/job";
@@ -188,6 +189,10 @@ pub struct KueueConfig {
     pub external_frameworks: Vec<String>,
     pub wait_for_pods_ready: Option<WaitForPodsReady>,
     pub fair_sharing: Option<FairSharing>,
+    /// `resources.excludeResourcePrefixes` and `resources.transformations`.
+    pub resources: ResourceSettings,
+    /// `resources.quotaCheckStrategy` as written (`BlockUndeclared` when absent).
+    pub quota_check_strategy: Option<String>,
     /// `featureGates` from the file. Gates may instead come from the
     /// `--feature-gates` flag, which a ConfigMap does not show.
     pub feature_gates: BTreeMap<String, bool>,
@@ -214,6 +219,8 @@ impl KueueConfig {
             external_frameworks: Vec::new(),
             wait_for_pods_ready: Some(WaitForPodsReady::defaults(V1BETA2_PODS_READY_TIMEOUT, false)),
             fair_sharing: None,
+            resources: ResourceSettings::default(),
+            quota_check_strategy: None,
             feature_gates: BTreeMap::new(),
             startup_errors: Vec::new(),
         }
@@ -266,6 +273,15 @@ impl KueueConfig {
     /// pkg/scheduler/preemption/fairsharing `Enabled`.
     pub fn fair_sharing_enabled(&self) -> bool {
         self.fair_sharing.is_some()
+    }
+
+    /// `quotaCheckStrategy: IgnoreUndeclared` with its gate on (beta, on by
+    /// default in v0.19): a resource no group of the ClusterQueue covers is
+    /// left out of the quota check (cmd/kueue `quotaCheckStrategy`,
+    /// flavorassigner `IgnoreUndeclaredResources`).
+    pub fn ignores_undeclared_resources(&self) -> bool {
+        self.feature_gates.get("QuotaCheckStrategy").copied().unwrap_or(true)
+            && self.quota_check_strategy.as_deref() == Some("IgnoreUndeclared")
     }
 
     /// A gate as set in the file's `featureGates` (false when not set).

@@ -18,6 +18,35 @@ const VALID_PREEMPTION_STRATEGIES: [&[&str]; 3] = [
 impl Parser {
     /// pkg/config/validation.go `Validate`, for the fields read here.
     pub(super) fn validate(&mut self, config: &KueueConfig) {
+        // validateResourceTransformations: one transformation per input.
+        let mut inputs: Vec<&str> = Vec::new();
+        for (index, transformation) in config.resources.transformations.iter().enumerate() {
+            if inputs.contains(&transformation.input.as_str()) {
+                self.problem(format!(
+                    "resources.transformations[{index}].input: duplicate {}",
+                    echo(&transformation.input)
+                ));
+            }
+            inputs.push(&transformation.input);
+        }
+        // validateQuotaCheckStrategy, with its gate on.
+        if let Some(strategy) = &config.quota_check_strategy
+            && config.feature_gates.get("QuotaCheckStrategy").copied().unwrap_or(true)
+        {
+            if strategy == "IgnoreUndeclared" && !config.resources.exclude_prefixes.is_empty() {
+                self.problem(
+                    "resources.quotaCheckStrategy: excludeResourcePrefixes is not allowed when quotaCheckStrategy \
+                     is IgnoreUndeclared"
+                        .to_string(),
+                );
+            }
+            if strategy != "IgnoreUndeclared" && strategy != "BlockUndeclared" {
+                self.problem(format!(
+                    "resources.quotaCheckStrategy: unsupported {} (IgnoreUndeclared or BlockUndeclared)",
+                    echo(strategy)
+                ));
+            }
+        }
         // validateWaitForPodsReady, checked while parsing, counts only when
         // waitforpodsready.Enabled.
         if config.wait_for_pods_ready_enabled() {
