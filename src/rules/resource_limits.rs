@@ -37,7 +37,8 @@ mod tests {
     use crate::rules::fixtures::*;
     use crate::vocabulary::reason::Reason;
 
-    const LIMITS: &str = "apiVersion: v1\nkind: LimitRange\nmetadata: {name: defaults, namespace: team-a-namespace}\n\
+    /// Replaces the example state's LimitRange (same name) for these tests.
+    const LIMITS: &str = "apiVersion: v1\nkind: LimitRange\nmetadata: {name: team-a-limits, namespace: team-a-namespace}\n\
         spec:\n  limits:\n  - {type: Container, default: {cpu: \"1\"}, defaultRequest: {cpu: 500m}, max: {memory: 16Gi}}\n\
         \x20 - {type: Pod, max: {cpu: \"40\"}}\n";
     const KATA: &str = "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: kata}\nhandler: kata\n\
@@ -64,8 +65,11 @@ mod tests {
             message.contains("would stay suspended forever: spec.template.spec.containers[0] asks for cpu 2 (limit 1), above its limit; a limit the container does not set comes from the namespace's LimitRange default (kubectl get limitrange -n team-a-namespace)"),
             "{message}"
         );
-        assert!(reason(&[], &[("cpu", "2"), ("memory", "1Gi")], serde_json::json!({})).is_ok(), "no LimitRange");
-        assert!(reason(&[LIMITS], &[("cpu", "1"), ("memory", "1Gi")], serde_json::json!({})).is_ok());
+        assert!(
+            reason(&[], &[("cpu", "2"), ("memory", "1Gi")], serde_json::json!({})).is_ok(),
+            "the example state's default limit is 48 cpu"
+        );
+        assert_eq!(reason(&[LIMITS], &[("cpu", "1"), ("memory", "1Gi")], serde_json::json!({})), Ok(()));
     }
 
     #[test]

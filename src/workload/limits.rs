@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::Text;
-use crate::vocabulary::quantity::Quantity;
+use crate::vocabulary::quantity::{self, Quantity};
 
 /// Exact amounts by resource name.
 pub type ResourceAmounts = BTreeMap<Text, Quantity>;
@@ -154,8 +154,14 @@ impl fmt::Display for ResourceProblem {
             ProblemKind::AboveLimitRangeMax => ("above the namespace's LimitRange max", "max"),
             ProblemKind::BelowLimitRangeMin => ("below the namespace's LimitRange min", "min"),
         };
-        let amounts: Vec<String> =
-            self.resources.iter().map(|(resource, has, limit)| format!("{resource} {has} ({bound} {limit})")).collect();
+        let shown = |resource: &str, amount: &Quantity| quantity::format_milli(resource, amount.kueue_milli(resource));
+        let amounts: Vec<String> = self
+            .resources
+            .iter()
+            .map(|(resource, has, limit)| {
+                format!("{resource} {} ({bound} {})", shown(resource, has), shown(resource, limit))
+            })
+            .collect();
         write!(f, "{} asks for {}, {what}", self.at, amounts.join(", "))
     }
 }
