@@ -54,6 +54,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
+	"sigs.k8s.io/kueue/pkg/util/limitrange"
 	"sigs.k8s.io/kueue/pkg/util/priority"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
@@ -567,7 +568,7 @@ func prepareFilledEarlier(ctx context.Context, c *cluster, wl *kueue.Workload) (
 		return nil, false, err
 	}
 	for i, flavor := range slices.Sorted(maps.Keys(byFlavor)) {
-		f := probeWorkload(fmt.Sprintf("oracle-filler-earlier-%d", i), wl.Namespace, string(wl.Spec.QueueName), evalPriority,
+		f := probeWorkload(c, fmt.Sprintf("oracle-filler-earlier-%d", i), wl.Namespace, string(wl.Spec.QueueName), evalPriority,
 			byFlavor[flavor], nodeSelectorFor(c, flavor), tolerationsFor(c, flavor), submittedAt.Add(-time.Second))
 		if err := env.submit(f); err != nil {
 			return nil, false, err
@@ -618,9 +619,10 @@ func prepareAllEarlier(ctx context.Context, c *cluster, wl *kueue.Workload, targ
 		if !strings.HasPrefix(f.Name, "oracle-filler-") || !hasQuota(&f) {
 			continue
 		}
-		pod := f.Spec.PodSets[0].Template.Spec
-		earlier := probeWorkload(f.Name, f.Namespace, string(f.Spec.QueueName), evalPriority,
-			pod.Containers[0].Resources.Requests, pod.NodeSelector, pod.Tolerations, submittedAt.Add(-time.Second))
+		// The same filler, at the evaluation's priority, submitted before it.
+		earlier := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: f.Name, Namespace: f.Namespace, UID: f.UID,
+			CreationTimestamp: metav1.NewTime(submittedAt.Add(-time.Second))}, Spec: *f.Spec.DeepCopy()}
+		earlier.Spec.Priority = &evalPriority
 		if err := env.submit(earlier); err != nil {
 			return nil, false, err
 		}
@@ -663,7 +665,7 @@ func fillTo(ctx context.Context, env *kueueEnv, c *cluster, usage resources.Flav
 	}
 	top := availablePriorities(c)[0]
 	for i, flavor := range slices.Sorted(maps.Keys(byFlavor)) {
-		f := probeWorkload(fmt.Sprintf("oracle-filler-%s-%d", tag, i), namespace, queue, top,
+		f := probeWorkload(c, fmt.Sprintf("oracle-filler-%s-%d", tag, i), namespace, queue, top,
 			byFlavor[flavor], nodeSelectorFor(c, flavor), tolerationsFor(c, flavor), submittedAt.Add(time.Second))
 		if err := env.submit(f); err != nil {
 			return false, err
@@ -719,7 +721,7 @@ func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, targets []pro
 	if p.pinned {
 		selector = nodeSelectorFor(c, p.flavor)
 	}
-	pw := probeWorkload("oracle-probe", p.namespace, p.localQueue, p.priority,
+	pw := probeWorkload(c, "oracle-probe", p.namespace, p.localQueue, p.priority,
 		corev1.ResourceList{p.resource: quantity(p.resource, p.amount)}, selector, tolerationsFor(c, p.flavor), created)
 	if err := env.submit(pw); err != nil {
 		return "", err
@@ -744,7 +746,11 @@ func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, targets []pro
 	return "", nil
 }
 
-func probeWorkload(name, namespace, queue string, prio int32, requests corev1.ResourceList, nodeSelector map[string]string, tolerations []corev1.Toleration, created time.Time) *kueue.Workload {
+// probeWorkload is what a user would submit to ask Kueue for total in
+// namespace: one pod, or, where the namespace's LimitRanges bound a pod, as
+// many as they need (limitRangeShape).
+func probeWorkload(c *cluster, name, namespace, queue string, prio int32, total corev1.ResourceList, nodeSelector map[string]string, tolerations []corev1.Toleration, created time.Time) *kueue.Workload {
+	count, requests, limits := limitRangeShape(c, namespace, total)
 	return &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: namespace, UID: types.UID("uid-" + namespace + "-" + name),
@@ -755,19 +761,60 @@ func probeWorkload(name, namespace, queue string, prio int32, requests corev1.Re
 			Priority:  &prio,
 			PodSets: []kueue.PodSet{{
 				Name:  kueue.DefaultPodSetName,
-				Count: 1,
+				Count: count,
 				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 					NodeSelector: nodeSelector,
 					Tolerations:  tolerations,
 					Containers: []corev1.Container{{
 						Name:      "probe",
-						Resources: corev1.ResourceRequirements{Requests: requests},
+						Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits},
 					}},
 					RestartPolicy: corev1.RestartPolicyNever,
 				}},
 			}},
 		},
 	}
+}
+
+// limitRangeShape: how a user whose namespace has LimitRanges asks Kueue for
+// total (Kueue applies their defaults and checks their bounds, AdjustResources
+// and ValidateLimitRange, so a bare request may be refused or grow): limits
+// set equal to the requests (a default limit below a request is refused);
+// every other resource the LimitRanges name asked for at its minimum (else a
+// defaultRequest adds to it); the total split over as many pods as the
+// container and pod maxima need. Without LimitRanges: one pod, total as is.
+func limitRangeShape(c *cluster, namespace string, total corev1.ResourceList) (int32, corev1.ResourceList, corev1.ResourceList) {
+	var ranges []corev1.LimitRange
+	for _, o := range c.others {
+		if lr, ok := o.(*corev1.LimitRange); ok && lr.Namespace == namespace {
+			ranges = append(ranges, *lr)
+		}
+	}
+	if len(ranges) == 0 {
+		return 1, total, nil
+	}
+	summary := limitrange.Summarize(ranges...)
+	container, pod := summary[corev1.LimitTypeContainer], summary[corev1.LimitTypePod]
+	count := int64(1)
+	for name, q := range total {
+		for _, most := range []corev1.ResourceList{container.Max, pod.Max} {
+			if m, ok := most[name]; ok && m.MilliValue() > 0 {
+				count = max(count, (q.MilliValue()+m.MilliValue()-1)/m.MilliValue())
+			}
+		}
+	}
+	requests := corev1.ResourceList{}
+	for name, q := range total {
+		requests[name] = *resource.NewMilliQuantity((q.MilliValue()+count-1)/count, q.Format)
+	}
+	for _, named := range []corev1.ResourceList{container.Default, container.DefaultRequest, container.Min, container.Max} {
+		for name := range named {
+			if _, ok := requests[name]; !ok {
+				requests[name] = container.Min[name]
+			}
+		}
+	}
+	return int32(count), requests, requests.DeepCopy()
 }
 
 func nodeSelectorFor(c *cluster, flavor kueue.ResourceFlavorReference) map[string]string {
