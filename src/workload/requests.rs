@@ -395,15 +395,11 @@ impl Workload {
                     let template_path = Field(&path, "template.spec.template.spec");
                     let requests = pod_requests(pod_spec, &template_path, surroundings, &mut problems)?;
                     let requests = counted(requests, surroundings);
-                    let placement = Placement::read(pod_spec, &Field(&path, "template.spec.template.spec"))?;
+                    let placement = Placement::read(pod_spec, &template_path)?;
                     // kueue.NewPodSetReference lower-cases the name.
-                    pod_sets.push(PodSetRequests::new(
-                        name.to_lowercase(),
-                        replicas * per_job,
-                        None,
-                        &requests,
-                        placement,
-                    ));
+                    let pod_set =
+                        PodSetRequests::new(name.to_lowercase(), replicas * per_job, None, &requests, placement);
+                    pod_sets.push(PodSetRequests { problems, ..pod_set });
                 }
                 Ok(pod_sets)
             }
@@ -440,6 +436,23 @@ mod tests {
 
     fn milli(pairs: &[(&str, i64)]) -> BTreeMap<Text, i64> {
         pairs.iter().map(|(resource, value)| (Text::from(*resource), *value)).collect()
+    }
+
+    #[test]
+    fn every_pod_set_carries_its_resource_problems() {
+        let pod =
+            json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]});
+        let job: Workload = serde_json::from_value(json!({"spec": {"template": {"spec": pod}}})).unwrap();
+        let jobset: Workload = serde_json::from_value(json!({"spec": {"replicatedJobs": [
+            {"name": "ok", "template": {"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}},
+            {"name": "workers", "template": {"spec": {"template": {"spec": pod}}}},
+        ]}}))
+        .unwrap();
+        let job_problems = &job.pod_sets(WorkloadKind::Job).unwrap()[0].problems;
+        assert_eq!(job_problems[0].at, "spec.template.spec.containers[0]");
+        let pod_sets = jobset.pod_sets(WorkloadKind::JobSet).unwrap();
+        assert!(pod_sets[0].problems.is_empty());
+        assert_eq!(pod_sets[1].problems[0].at, "spec.replicatedJobs[1].template.spec.template.spec.containers[0]");
     }
 
     #[test]
