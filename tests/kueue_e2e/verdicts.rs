@@ -208,6 +208,47 @@ fn the_real_kueue_confirms_the_judge() {
         Some(job(&ns, "preemptor", "2", "reclaim", &[(PRIORITY_LABEL, &high_class)])),
     ));
 
+    // (J5) a GPU pool's taint that the pod template does not tolerate.
+    let (ns, rf, cq) = (format!("judge5-{s}"), format!("judge-rf5-{s}"), format!("judge-taint-{s}"));
+    let tainted = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": rf},
+        "spec": {"nodeLabels": {"nvidia.com/gpu.product": "H100"},
+            "nodeTaints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}});
+    rows.push(judge_row(
+        cluster,
+        &mut judge,
+        "(J5) the only flavor has taint nvidia.com/gpu=present:NoSchedule; the pod template has no toleration",
+        vec![
+            tainted,
+            namespace(&ns, None, &[]),
+            cluster_queue(&cq, &rf, &[("cpu", "2", None)], None, Value::Null),
+            local_queue(&ns, "q", &cq),
+        ],
+        &ns,
+        job(&ns, "low", "1", "q", &[(PRIORITY_LABEL, &low_class)]),
+        None,
+    ));
+
+    // (J6) a nodeSelector no flavor of the ClusterQueue has.
+    let (ns, rf, cq) = (format!("judge6-{s}"), format!("judge-rf6-{s}"), format!("judge-select-{s}"));
+    let labelled = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": rf},
+        "spec": {"nodeLabels": {"nvidia.com/gpu.product": "H100"}}});
+    let mut l40s = job(&ns, "low", "1", "q", &[(PRIORITY_LABEL, &low_class)]);
+    l40s["spec"]["template"]["spec"]["nodeSelector"] = json!({"nvidia.com/gpu.product": "L40S"});
+    rows.push(judge_row(
+        cluster,
+        &mut judge,
+        "(J6) the pod template's nodeSelector asks for nvidia.com/gpu.product=L40S; the only flavor is H100",
+        vec![
+            labelled,
+            namespace(&ns, None, &[]),
+            cluster_queue(&cq, &rf, &[("cpu", "2", None)], None, Value::Null),
+            local_queue(&ns, "q", &cq),
+        ],
+        &ns,
+        l40s,
+        None,
+    ));
+
     let mut table = String::from(
         "| set-up | the real Kueue | the judge | judge agrees? | eval-admission's verdict | eval-admission agrees? |\n\
          |---|---|---|---|---|---|\n",
