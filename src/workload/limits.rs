@@ -114,29 +114,41 @@ impl ResourceProblem {
         limits: &ResourceAmounts,
         range: Option<&LimitItem>,
     ) -> Option<Self> {
-        let greater = |left: &ResourceAmounts, right: &ResourceAmounts| -> Vec<(Text, Quantity, Quantity)> {
-            left.iter()
-                .filter_map(|(resource, amount)| {
-                    let bound = right.get(resource)?;
-                    (amount.kueue_value(resource) > bound.kueue_value(resource))
-                        .then(|| (resource.clone(), *amount, *bound))
-                })
-                .collect()
+        let above = |resource: &Text, amount: &Quantity, bound: &Quantity| {
+            (amount.kueue_value(resource) > bound.kueue_value(resource)).then(|| (resource.clone(), *amount, *bound))
         };
         let problem =
             |kind, resources: Vec<_>| (!resources.is_empty()).then(|| Self { kind, at: at.to_string(), resources });
-        if let Some(found) = problem(ProblemKind::RequestsAboveLimits, greater(requests, limits)) {
+        let over_limits =
+            requests.iter().filter_map(|(resource, request)| above(resource, request, limits.get(resource)?)).collect();
+        if let Some(found) = problem(ProblemKind::RequestsAboveLimits, over_limits) {
             return Some(found);
         }
         let range = range?;
-        let (mut largest, mut smallest) = (requests.clone(), requests.clone());
-        for (resource, limit) in limits {
-            largest.entry(resource.clone()).and_modify(|kept| *kept = (*kept).max(*limit)).or_insert(*limit);
-            smallest.entry(resource.clone()).and_modify(|kept| *kept = (*kept).min(*limit)).or_insert(*limit);
-        }
-        problem(ProblemKind::AboveLimitRangeMax, greater(&largest, &range.max)).or_else(|| {
-            let below: Vec<_> = greater(&range.min, &smallest).into_iter().map(|(r, min, has)| (r, has, min)).collect();
-            problem(ProblemKind::BelowLimitRangeMin, below)
+        // The larger and the smaller of request and limit, where either is set
+        // (`MergeResourceListKeepMax`/`KeepMin`), against max and min.
+        let either = |resource: &Text, pick: fn(Quantity, Quantity) -> Quantity| match (
+            requests.get(resource),
+            limits.get(resource),
+        ) {
+            (Some(request), Some(limit)) => Some(pick(*request, *limit)),
+            (one, other) => one.or(other).copied(),
+        };
+        let over_max = range
+            .max
+            .iter()
+            .filter_map(|(resource, max)| above(resource, &either(resource, Quantity::max)?, max))
+            .collect();
+        problem(ProblemKind::AboveLimitRangeMax, over_max).or_else(|| {
+            let under_min = range
+                .min
+                .iter()
+                .filter_map(|(resource, min)| {
+                    let (r, min, has) = above(resource, min, &either(resource, Quantity::min)?)?;
+                    Some((r, has, min))
+                })
+                .collect();
+            problem(ProblemKind::BelowLimitRangeMin, under_min)
         })
     }
 

@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::limits::{LimitItem, ResourceAmounts, ResourceProblem, Surroundings, keep_first};
+use super::limits::{LimitItem, ProblemKind, ResourceAmounts, ResourceProblem, Surroundings, keep_first};
 use super::{
     Container, Placement, PodSpec, ResourceList, ResourceRequirements, Text, Tolerant, TolerantList, Workload,
     WorkloadKind,
@@ -237,13 +237,17 @@ fn pod_requests(
     // ValidateResources (requests above limits) over every container first,
     // then ValidateLimitRange: the first problem Kueue would name.
     let mut range_problems = Vec::new();
-    let mut check = |at: &dyn fmt::Display, requests: &ExactRequests, limits: &ExactRequests| {
-        if let Some(problem) = ResourceProblem::find(at, requests, limits, None) {
-            problems.push(problem);
-        } else if let Some(problem) = ResourceProblem::find(at, requests, limits, container_range) {
-            range_problems.push(problem);
-        }
-    };
+    let mut check =
+        |at: &dyn fmt::Display, requests: &ExactRequests, limits: &ExactRequests| match ResourceProblem::find(
+            at,
+            requests,
+            limits,
+            container_range,
+        ) {
+            Some(problem) if problem.kind == ProblemKind::RequestsAboveLimits => problems.push(problem),
+            Some(problem) => range_problems.push(problem),
+            None => {}
+        };
     let containers_path = Field(path, "containers");
     for (index, container) in containers(spec.containers.as_ref(), &containers_path)?.into_iter().enumerate() {
         let at = Item(&containers_path, index);
