@@ -232,6 +232,57 @@ fn local_queues_created_and_deleted_while_running_are_seen() {
     assert!(stderr.contains("names LocalQueue 'late-queue'") && stderr.contains("has no LocalQueues"), "{stderr}");
 }
 
+/// The server watches LimitRanges and RuntimeClasses (RBAC list and watch):
+/// a default limit below a request, created while it runs, is what Kueue
+/// would refuse; a RuntimeClass's overhead counts against quota; both seen
+/// going away too.
+#[test]
+fn limit_ranges_and_runtime_classes_created_while_running_are_seen() {
+    let cluster = cluster();
+    let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
+    let namespace = cluster.namespace("limits", None, &[("eval-queue", "team-a-cq")]);
+    let job = |name: &str, runtime_class: Option<&str>| {
+        let mut job = evaluation(&namespace, name)
+            .queue("eval-queue")
+            .single_container()
+            .requests(&[("cpu", "4"), ("memory", "1Gi")])
+            .build();
+        if let Some(class) = runtime_class {
+            job["spec"]["template"]["spec"]["runtimeClassName"] = class.into();
+        }
+        job.to_string()
+    };
+    let limits = format!(
+        "apiVersion: v1\nkind: LimitRange\nmetadata: {{name: small, namespace: {namespace}}}\n\
+         spec: {{limits: [{{type: Container, default: {{cpu: \"2\"}}}}]}}\n"
+    );
+    cluster.ok(&["apply", "-f", "-"], Some(&limits));
+    eventually("the server to hold requests to the LimitRange's default limit", || {
+        let output = cluster.kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&job("over", None)));
+        String::from_utf8_lossy(&output.stderr).contains("asks for cpu 4 (limit 2), above its limit")
+    });
+    cluster.ok(&["delete", "limitrange", "small", "-n", &namespace], None);
+    eventually("the server to forget the LimitRange", || {
+        cluster.kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&job("over", None))).status.success()
+    });
+    // team-a-cq has 32 cpu: 4 plus 30 of overhead do not fit.
+    let class = "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: e2e-heavy}\nhandler: heavy\n\
+                 overhead: {podFixed: {cpu: \"30\"}}\n";
+    cluster.ok(&["apply", "-f", "-"], Some(class));
+    eventually("the server to count the RuntimeClass's overhead", || {
+        let output =
+            cluster.kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&job("heavy", Some("e2e-heavy"))));
+        String::from_utf8_lossy(&output.stderr).contains("needs 34 cpu")
+    });
+    cluster.ok(&["delete", "runtimeclass", "e2e-heavy"], None);
+    eventually("the server to forget the RuntimeClass", || {
+        cluster
+            .kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&job("heavy", Some("e2e-heavy"))))
+            .status
+            .success()
+    });
+}
+
 #[test]
 fn preemptible_evaluations_are_refused_unless_they_checkpoint_or_the_queue_does_not_preempt() {
     let cluster = cluster();
