@@ -81,7 +81,7 @@ async fn both_endpoints_answer_what_review_prints_for_every_example() {
         metrics.contains(r#"eval_admission_reviews_total{webhook="validate",kind="Job",operation="CREATE",decision="denied",reason="preemptible",enforcement="Deny"} 1"#),
         "{metrics}"
     );
-    assert!(metrics.contains(r#"eval_admission_cache_objects{kind="LocalQueue"} 9"#), "{metrics}");
+    assert!(metrics.contains(r#"eval_admission_cache_objects{kind="LocalQueue"} 10"#), "{metrics}");
     assert!(metrics.contains("eval_admission_tls_certificate_expiry_timestamp_seconds "), "{metrics}");
     let logs = server.logs();
     let line = logs.lines().find(|line| line.contains("\"reason\":\"preemptible\"")).expect("a log line per review");
