@@ -548,6 +548,8 @@ fn every_overlay_applies_to_the_real_api_server_and_the_install_works_as_written
         ("watch", "localqueues.kueue.x-k8s.io", "yes"),
         ("list", "namespaces", "yes"),
         ("watch", "priorityclasses.scheduling.k8s.io", "yes"),
+        ("watch", "limitranges", "yes"),
+        ("watch", "runtimeclasses.node.k8s.io", "yes"),
         ("create", "jobs.batch", "no"),
         ("get", "secrets", "no"),
         ("update", "localqueues.kueue.x-k8s.io", "no"),

@@ -162,7 +162,8 @@ impl ControlPlane {
                 "get",
                 "namespaces,localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io,cohorts.kueue.x-k8s.io,\
                  resourceflavors.kueue.x-k8s.io,admissionchecks.kueue.x-k8s.io,\
-                 workloadpriorityclasses.kueue.x-k8s.io,priorityclasses.scheduling.k8s.io",
+                 workloadpriorityclasses.kueue.x-k8s.io,priorityclasses.scheduling.k8s.io,limitranges,\
+                 runtimeclasses.node.k8s.io",
                 "-A",
                 "-o",
                 output,
