@@ -494,15 +494,7 @@ fn flavor_placement(rng: &mut Rng, flavor: &str) -> Value {
 /// (In, NotIn, Exists, DoesNotExist over the flavors' keys and one no flavor
 /// has), tolerations (right, wrong, or for every taint).
 fn place_pods(rng: &mut Rng, workload: &mut Value) {
-    let templates: Vec<&mut Value> = if workload["kind"] == "Job" {
-        vec![&mut workload["spec"]["template"]["spec"]]
-    } else {
-        workload["spec"]["replicatedJobs"]
-            .as_array_mut()
-            .map(|jobs| jobs.iter_mut().map(|job| &mut job["template"]["spec"]["template"]["spec"]).collect())
-            .unwrap_or_default()
-    };
-    for pod in templates {
+    for pod in pod_templates(workload) {
         if !rng.chance(40) {
             continue;
         }
@@ -624,15 +616,7 @@ fn adjusted_resources(rng: &mut Rng, objects: &mut Vec<Value>, workload: &mut Va
             "handler": "kata", "overhead": {"podFixed": {"cpu": format!("{}m", 250 * (1 + rng.below(6))), "memory": "160Mi"}}}));
         objects.push(json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "nvidia"}));
     }
-    let templates: Vec<&mut Value> = if workload["kind"] == "Job" {
-        vec![&mut workload["spec"]["template"]["spec"]]
-    } else {
-        workload["spec"]["replicatedJobs"]
-            .as_array_mut()
-            .map(|jobs| jobs.iter_mut().map(|job| &mut job["template"]["spec"]["template"]["spec"]).collect())
-            .unwrap_or_default()
-    };
-    for pod in templates {
+    for pod in pod_templates(workload) {
         if with_runtime_classes && rng.chance(40) {
             pod["runtimeClassName"] = json!(rng.pick(&["kata", "nvidia", "gvisor"]));
         }
@@ -685,4 +669,26 @@ fn resource_settings(rng: &mut Rng, objects: &mut [Value], workload: &mut Value)
             first["resources"]["requests"][resource] = json!(format!("{}", 1 + rng.below(2)));
         }
     }
+}
+
+/// The pod specs of a Job (one) or a JobSet (one per replicated job).
+fn pod_templates(workload: &mut Value) -> Vec<&mut Value> {
+    if workload["kind"] == "Job" {
+        return vec![&mut workload["spec"]["template"]["spec"]];
+    }
+    workload["spec"]["replicatedJobs"]
+        .as_array_mut()
+        .map(|jobs| jobs.iter_mut().map(|job| &mut job["template"]["spec"]["template"]["spec"]).collect())
+        .unwrap_or_default()
+}
+
+/// [`pod_templates`], to read.
+pub fn pod_templates_of(workload: &Value) -> Vec<&Value> {
+    if workload["kind"] == "Job" {
+        return vec![&workload["spec"]["template"]["spec"]];
+    }
+    workload["spec"]["replicatedJobs"]
+        .as_array()
+        .map(|jobs| jobs.iter().map(|job| &job["template"]["spec"]["template"]["spec"]).collect())
+        .unwrap_or_default()
 }

@@ -237,14 +237,7 @@ fn placement_spaces(
     kueue: Option<&KueueVerdict>,
 ) -> Vec<&'static str> {
     let workload = &scenario.workload;
-    let templates: Vec<&Value> = if workload["kind"] == "Job" {
-        vec![&workload["spec"]["template"]["spec"]]
-    } else {
-        workload["spec"]["replicatedJobs"]
-            .as_array()
-            .map(|jobs| jobs.iter().map(|job| &job["template"]["spec"]["template"]["spec"]).collect())
-            .unwrap_or_default()
-    };
+    let templates = generate::pod_templates_of(workload);
     let any = |field: &str| templates.iter().any(|pod| !pod[field].is_null());
     let flavors: Vec<&Value> = scenario.objects.iter().filter(|o| o["kind"] == "ResourceFlavor").collect();
     let repelling = flavors.iter().any(|f| {
