@@ -208,6 +208,9 @@ fn assign_scanning(
             requests.insert("pods".into(), pod_set.count.saturating_mul(1000));
         }
         let mut assigned: BTreeMap<&str, &str> = BTreeMap::new();
+        // A pod set that fails records no progress at all (its flavors are
+        // dropped whole, `groupFlavors = nil`): only a finished one's scans count.
+        let mut stopped_here = Vec::new();
         for (resource, amount) in &requests {
             let Some(group) = queue.group_for(resource) else {
                 // Kueue skips zero requests of undeclared resources, and all of
@@ -323,13 +326,14 @@ fn assign_scanning(
                 });
             };
             if attempted + 1 < group.flavors.len() {
-                stopped.insert((pod_set_index, group_index), attempted);
+                stopped_here.push(((pod_set_index, group_index), attempted));
             }
             for (name, amount) in &group_requests {
                 assigned.insert(name, flavor);
                 *used.entry((flavor.to_string(), name.to_string())).or_default() += amount;
             }
         }
+        stopped.extend(stopped_here);
     }
     Ok(used)
 }
