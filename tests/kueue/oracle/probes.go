@@ -74,6 +74,9 @@ type probe struct {
 	resource     corev1.ResourceName
 	amount       int64
 	pinned       bool
+	// atLeast: the amount is a floor the probe must reach (one unit more
+	// than is free); else a ceiling it must not pass (all that would be free).
+	atLeast bool
 }
 
 func (p probe) String() string {
@@ -177,7 +180,7 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 							for _, pinned := range pinVariants(c, fr.Flavor) {
 								p := probe{clusterQueue: t.clusterQueue, localQueue: t.queue.Name, namespace: t.queue.Namespace,
 									priority: pr, older: older, load: l, spare: r.spare, flavor: fr.Flavor, resource: fr.Resource,
-									amount: amount, pinned: pinned}
+									amount: amount, pinned: pinned, atLeast: amount == now+1}
 								count++
 								reason, err := tryProbe(ctx, &withProbeQueues, wl, targets, p)
 								if err != nil {
@@ -568,7 +571,7 @@ func prepareFilledEarlier(ctx context.Context, c *cluster, wl *kueue.Workload) (
 		return nil, false, err
 	}
 	for i, flavor := range slices.Sorted(maps.Keys(byFlavor)) {
-		f := probeWorkload(c, fmt.Sprintf("oracle-filler-earlier-%d", i), wl.Namespace, string(wl.Spec.QueueName), evalPriority,
+		f := probeWorkload(c, false, fmt.Sprintf("oracle-filler-earlier-%d", i), wl.Namespace, string(wl.Spec.QueueName), evalPriority,
 			byFlavor[flavor], nodeSelectorFor(c, flavor), tolerationsFor(c, flavor), submittedAt.Add(-time.Second))
 		if err := env.submit(f); err != nil {
 			return nil, false, err
@@ -665,7 +668,7 @@ func fillTo(ctx context.Context, env *kueueEnv, c *cluster, usage resources.Flav
 	}
 	top := availablePriorities(c)[0]
 	for i, flavor := range slices.Sorted(maps.Keys(byFlavor)) {
-		f := probeWorkload(c, fmt.Sprintf("oracle-filler-%s-%d", tag, i), namespace, queue, top,
+		f := probeWorkload(c, false, fmt.Sprintf("oracle-filler-%s-%d", tag, i), namespace, queue, top,
 			byFlavor[flavor], nodeSelectorFor(c, flavor), tolerationsFor(c, flavor), submittedAt.Add(time.Second))
 		if err := env.submit(f); err != nil {
 			return false, err
@@ -721,7 +724,7 @@ func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, targets []pro
 	if p.pinned {
 		selector = nodeSelectorFor(c, p.flavor)
 	}
-	pw := probeWorkload(c, "oracle-probe", p.namespace, p.localQueue, p.priority,
+	pw := probeWorkload(c, p.atLeast, "oracle-probe", p.namespace, p.localQueue, p.priority,
 		corev1.ResourceList{p.resource: quantity(p.resource, p.amount)}, selector, tolerationsFor(c, p.flavor), created)
 	if err := env.submit(pw); err != nil {
 		return "", err
@@ -748,9 +751,10 @@ func tryProbe(ctx context.Context, c *cluster, wl *kueue.Workload, targets []pro
 
 // probeWorkload is what a user would submit to ask Kueue for total in
 // namespace: one pod, or, where the namespace's LimitRanges bound a pod, as
-// many as they need (limitRangeShape).
-func probeWorkload(c *cluster, name, namespace, queue string, prio int32, total corev1.ResourceList, nodeSelector map[string]string, tolerations []corev1.Toleration, created time.Time) *kueue.Workload {
-	count, requests, limits := limitRangeShape(c, namespace, total)
+// many as they need (limitRangeShape), each rounded up when total is a floor
+// to reach (atLeast), else down (a filler takes no more than is free).
+func probeWorkload(c *cluster, atLeast bool, name, namespace, queue string, prio int32, total corev1.ResourceList, nodeSelector map[string]string, tolerations []corev1.Toleration, created time.Time) *kueue.Workload {
+	count, requests, limits := limitRangeShape(c, namespace, total, atLeast)
 	return &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: namespace, UID: types.UID("uid-" + namespace + "-" + name),
@@ -783,7 +787,7 @@ func probeWorkload(c *cluster, name, namespace, queue string, prio int32, total 
 // every other resource the LimitRanges name asked for at its minimum (else a
 // defaultRequest adds to it); the total split over as many pods as the
 // container and pod maxima need. Without LimitRanges: one pod, total as is.
-func limitRangeShape(c *cluster, namespace string, total corev1.ResourceList) (int32, corev1.ResourceList, corev1.ResourceList) {
+func limitRangeShape(c *cluster, namespace string, total corev1.ResourceList, roundUp bool) (int32, corev1.ResourceList, corev1.ResourceList) {
 	var ranges []corev1.LimitRange
 	for _, o := range c.others {
 		if lr, ok := o.(*corev1.LimitRange); ok && lr.Namespace == namespace {
@@ -805,7 +809,14 @@ func limitRangeShape(c *cluster, namespace string, total corev1.ResourceList) (i
 	}
 	requests := corev1.ResourceList{}
 	for name, q := range total {
-		requests[name] = *resource.NewMilliQuantity((q.MilliValue()+count-1)/count, q.Format)
+		// In Kueue's own units (milli-cpu, else whole units, ResourceValue),
+		// which it rounds each pod's request up to.
+		value := resources.ResourceValue(name, q)
+		perPod := value / count
+		if roundUp && value%count != 0 {
+			perPod++
+		}
+		requests[name] = quantity(name, perPod)
 	}
 	for _, named := range []corev1.ResourceList{container.Default, container.DefaultRequest, container.Min, container.Max} {
 		for name := range named {
