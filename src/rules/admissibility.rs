@@ -310,7 +310,7 @@ fn assign_scanning(
                 shortfalls.extend(misfits);
                 let fix = fits_in
                     .filter(|_| pod_sets.len() == 1)
-                    .map(|total| RequestAtMost { pod_set: pod_set.name.clone(), total });
+                    .map(|total| Box::new(RequestAtMost { pod_set: pod_set.name.clone(), total }));
                 return Err(Inadmissible {
                     fix,
                     ..Inadmissible::new(
@@ -382,9 +382,10 @@ fn partially(
 /// ways out that were checked to work (its own smaller request, and the
 /// namespace's `working` queues).
 pub fn denial(subject: Subject<'_>, inadmissible: Inadmissible, working: &[&str]) -> Denial {
-    let mut messages: Vec<String> = inadmissible.fix.iter().map(RequestAtMost::describe).collect();
+    let mut messages: Vec<String> = inadmissible.advice.into_iter().collect();
+    messages.extend(inadmissible.fix.as_deref().map(RequestAtMost::describe));
     messages.extend(super::queue::use_instead(working));
-    let mut ways_out: Vec<WayOut> = inadmissible.fix.into_iter().map(WayOut::RequestAtMost).collect();
+    let mut ways_out: Vec<WayOut> = inadmissible.fix.into_iter().map(|fix| WayOut::RequestAtMost(*fix)).collect();
     ways_out.extend(working.iter().map(|queue| WayOut::Queue(queue.to_string())));
     let fix = if messages.is_empty() { String::new() } else { format!(" To fix: {}.", messages.join("; or ")) };
     let denial = Denial::new(

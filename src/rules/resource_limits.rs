@@ -19,8 +19,8 @@ pub fn check(namespace: &str, pod_sets: &[PodSetRequests]) -> Result<(), Inadmis
         ProblemKind::RequestsAboveLimits => (
             Reason::RequestsExceedLimits,
             format!(
-                "a limit the container does not set comes from the namespace's LimitRange default (kubectl get \
-                 limitrange -n {namespace}); set each request at most its limit"
+                "set each request at most its limit (a limit the container does not set comes from the namespace's \
+                 LimitRange default: kubectl get limitrange -n {namespace})"
             ),
         ),
         ProblemKind::AboveLimitRangeMax | ProblemKind::BelowLimitRangeMin => (
@@ -28,7 +28,7 @@ pub fn check(namespace: &str, pod_sets: &[PodSetRequests]) -> Result<(), Inadmis
             format!("keep requests and limits within the LimitRange (kubectl describe limitrange -n {namespace})"),
         ),
     };
-    Err(Inadmissible { reason, cause: format!("{problem}; {fix}"), fix: None, absent: None })
+    Err(Inadmissible { advice: Some(fix), ..Inadmissible::new(reason, problem.to_string()) })
 }
 
 #[cfg(test)]
@@ -62,7 +62,12 @@ mod tests {
         let (why, message) = reason(&[LIMITS], &[("cpu", "2"), ("memory", "1Gi")], serde_json::json!({})).unwrap_err();
         assert_eq!(why, Reason::RequestsExceedLimits, "{message}");
         assert!(
-            message.contains("would stay suspended forever: spec.template.spec.containers[0] asks for cpu 2 (limit 1), above its limit; a limit the container does not set comes from the namespace's LimitRange default (kubectl get limitrange -n team-a-namespace)"),
+            message.contains(
+                "would stay suspended forever: spec.template.spec.containers[0] asks for cpu 2 (limit 1), above its \
+                 limit, so Kueue would never admit it. To fix: set each request at most its limit (a limit the \
+                 container does not set comes from the namespace's LimitRange default: kubectl get limitrange -n \
+                 team-a-namespace)."
+            ),
             "{message}"
         );
         assert!(

@@ -184,13 +184,17 @@ pub struct Inadmissible {
     pub cause: String,
     /// A smaller request Kueue would fit here: the one change to the workload
     /// itself an inadmissible one may be offered (once checked, see [`RequestAtMost`]).
-    pub fix: Option<RequestAtMost>,
+    pub fix: Option<Box<RequestAtMost>>,
     /// The missing object the cause rests on, confirmed live before denying.
     pub absent: Option<Absent>,
+    /// What to change in the workload when no one change can be checked and
+    /// offered as a [`WayOut`] (a resource above its limit: lower the request
+    /// or raise the limit), said as the first way to fix it.
+    pub advice: Option<String>,
 }
 
 impl Inadmissible {
     pub(super) fn new(reason: Reason, cause: String) -> Self {
-        Self { reason, cause, fix: None, absent: None }
+        Self { reason, cause, fix: None, absent: None, advice: None }
     }
 }

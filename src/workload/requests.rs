@@ -66,9 +66,7 @@ impl PodSetRequests {
         }
         Self { name, count, min_count, per_pod, total, placement, problems: Vec::new() }
     }
-}
 
-impl PodSetRequests {
     /// The pod set with `count` pods, each asking what one did (Kueue's
     /// `PodSetResources.ScaledTo`, which divides the totals by the old count
     /// and multiplies by the new).
