@@ -211,6 +211,44 @@ async fn a_full_descriptor_table_is_refused_at_the_door_and_reviews_go_on() {
     assert!(review_answered(&client(&[&pki.ca_pem], true), &server, &body).await);
 }
 
+/// The API server keeps an idle connection to a webhook for 90 s and does not
+/// retry a review it wrote into one this side was closing: the webhook port
+/// keeps idle connections past the head deadline (10 s), while a head that
+/// trickles in a byte a second is still closed at that deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_keep_alive_connections_outlive_the_head_deadline_and_trickled_heads_do_not() {
+    const HEAD_DEADLINE: Duration = Duration::from_secs(10);
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("idle");
+    let server = state_server(dir.path(), &pki, None);
+    let served = "eval_admission_connections_served_total{listener=\"webhook\",protocol=\"http/1.1\"}";
+    // reqwest, like Go's transport, keeps an idle connection for 90 s.
+    let keep_alive = client(&[&pki.ca_pem], false);
+    let body = review_body("evalhub-job.yaml");
+    assert!(review_answered(&keep_alive, &server, &body).await);
+    assert_eq!(metric(&server, served).await, 1.0);
+
+    let trickler = {
+        let mut stream = tls(&connector(&pki.ca_pem), &server).await.unwrap();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            for byte in b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nX-Slow: ".iter().cycle() {
+                if stream.write_all(&[*byte]).await.is_err() || started.elapsed() > 6 * HEAD_DEADLINE {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            (until_closed(&mut stream, HEAD_DEADLINE).await.1, started.elapsed())
+        })
+    };
+    tokio::time::sleep(HEAD_DEADLINE + Duration::from_secs(3)).await;
+    assert!(review_answered(&keep_alive, &server, &body).await);
+    assert_eq!(metric(&server, served).await, 2.0, "the idle connection was reused; only the trickler's is new");
+    let (closed, after) = trickler.await.unwrap();
+    eprintln!("a head trickled a byte a second was closed after {after:?}");
+    assert!(closed && after < 6 * HEAD_DEADLINE, "the head deadline closed the trickled head");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admin_port_closes_half_sent_requests_and_stays_bounded() {
     const ATTACKERS: usize = 300;

@@ -2,7 +2,7 @@
 //! `max_connections` open at once (one more is accepted and closed at once, so
 //! the kernel backlog and the descriptor table never fill), a deadline on the
 //! TLS handshake, on each request's headers and on an idle keep-alive
-//! connection, and small per-connection buffers. Bodies are bounded by the
+//! connection (`deadlines`), and small per-connection buffers. Bodies are bounded by the
 //! routes (the body budget and the review deadline).
 
 use std::future::Future;
@@ -18,6 +18,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
+use super::deadlines::{Deadlined, ReadDeadlines};
 use crate::telemetry::{ListenerLabels, Metrics, ProtocolLabels};
 
 /// What one listener lets its clients hold.
@@ -25,9 +26,7 @@ use crate::telemetry::{ListenerLabels, Metrics, ProtocolLabels};
 pub struct ConnectionLimits {
     pub max_connections: usize,
     pub handshake_timeout: Duration,
-    /// The longest wait for a request's headers; an idle keep-alive connection
-    /// is closed after it too (hyper starts the clock when it waits for a head).
-    pub header_read_timeout: Duration,
+    pub deadlines: ReadDeadlines,
 }
 
 /// hyper's per-connection read buffer, at its smallest that still holds the
@@ -99,11 +98,8 @@ pub async fn serve(
         tokio::spawn(async move {
             let _slot = slot;
             let mut http1 = hyper::server::conn::http1::Builder::new();
-            http1
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_read_timeout)
-                .max_buf_size(READ_BUFFER_BYTES)
-                .keep_alive(true);
+            // `Deadlined` keeps the head and idle deadlines; hyper's own would close idle connections early.
+            http1.header_read_timeout(None).max_buf_size(READ_BUFFER_BYTES).keep_alive(true);
             let result = match tls {
                 Some(acceptor) => {
                     let Some(stream) = handshake(&acceptor, tcp, limits.handshake_timeout).await else { return };
@@ -115,16 +111,18 @@ pub async fn serve(
                             .max_concurrent_streams(H2_MAX_STREAMS)
                             .max_header_list_size(H2_MAX_HEADER_BYTES)
                             // A silent peer is found by ping, as http1 finds it by the header deadline.
-                            .keep_alive_interval(limits.header_read_timeout)
-                            .keep_alive_timeout(limits.header_read_timeout);
+                            .keep_alive_interval(limits.deadlines.head)
+                            .keep_alive_timeout(limits.deadlines.head);
                         watcher.watch(http2.serve_connection(TokioIo::new(stream), service)).await
                     } else {
                         protocols.http1.inc();
+                        let stream = Deadlined::new(stream, limits.deadlines);
                         watcher.watch(http1.serve_connection(TokioIo::new(stream), service)).await
                     }
                 }
                 None => {
                     protocols.http1.inc();
+                    let tcp = Deadlined::new(tcp, limits.deadlines);
                     watcher.watch(http1.serve_connection(TokioIo::new(tcp), service)).await
                 }
             };

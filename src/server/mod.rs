@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod body_budget;
 pub mod connections;
+pub mod deadlines;
 pub mod duration;
 mod review_error;
 pub mod routes;
@@ -29,6 +30,7 @@ use crate::error::Error;
 use crate::telemetry::{LogFormat, Metrics};
 use body_budget::BodyBudget;
 use connections::{ConnectionLimits, Listener};
+use deadlines::ReadDeadlines;
 use routes::{AppState, LARGE_BODY_POOL_BYTES, Limits, SMALL_BODY_BYTES};
 use shutdown::{Phase, Shutdown};
 
@@ -115,19 +117,22 @@ fn max_body_bytes(text: &str) -> Result<usize, String> {
 }
 
 /// The webhook port: a silent client loses its connection after the handshake
-/// or header deadline; the API server's idle keep-alive connections are closed
-/// after the header deadline too, and it opens new ones.
+/// or head deadline. An idle keep-alive connection is kept longer than the API
+/// server keeps it (90 s, `http.Transport.IdleConnTimeout` of its webhook
+/// client), so the API server is always the side that closes it and never
+/// writes a review into a connection this side is closing.
 const WEBHOOK_CONNECTIONS: ConnectionLimits = ConnectionLimits {
     max_connections: 256,
     handshake_timeout: Duration::from_secs(5),
-    header_read_timeout: Duration::from_secs(10),
+    deadlines: ReadDeadlines { idle: Duration::from_secs(120), head: Duration::from_secs(10) },
 };
 /// The admin port serves the kubelet's probes and a Prometheus scrape: a few
 /// connections, quick requests.
 const ADMIN_CONNECTIONS: ConnectionLimits = ConnectionLimits {
     max_connections: 32,
     handshake_timeout: Duration::ZERO,
-    header_read_timeout: Duration::from_secs(5),
+    // Probes and scrapes are GETs, which clients retry on a closed idle connection.
+    deadlines: ReadDeadlines { idle: Duration::from_secs(5), head: Duration::from_secs(5) },
 };
 /// Descriptors kept for the rest of the process: the admin port's connections,
 /// the Kubernetes client's, the certificate files, stdio.
