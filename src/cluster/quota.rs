@@ -272,13 +272,13 @@ pub fn reclaimer_can_take_back(
 /// quotas (`addUsage`: a child's lendingLimit keeps that part out of the
 /// cohort; saved cases s1-81543, s1-88072); the queues that count are those that
 /// can hold workloads (`usable`, and the borrower, which holds this one), each
-/// at its potential.
+/// at its potential. Which resource a cohort must be over in is `cohorts_over`.
 pub fn borrower_side_can_be_over(
     view: &impl ClusterView,
     borrower: &str,
     reclaimer: &str,
-    flavor: &str,
-    resource: &str,
+    (flavor, resource): (&str, &str),
+    cohorts_over: CohortsOver,
     usable: impl Fn(&str) -> bool,
 ) -> bool {
     let tree = Tree { view, flavor, resource };
@@ -288,10 +288,43 @@ pub fn borrower_side_can_be_over(
         return false;
     }
     let holds = |name: &str| name == borrower || usable(name);
-    our_side.iter().all(|cohort| {
-        let node = Node::Cohort(cohort);
+    let over = |tree: &Tree<'_, _>, node| {
         tree.most_usage(node, &holds, &mut HashSet::new()) > tree.subtree(node, &mut HashSet::new())
+    };
+    let listed = match cohorts_over {
+        CohortsOver::ThisResource => vec![(flavor, resource)],
+        CohortsOver::AnyResource => flavor_resources(view),
+    };
+    our_side.iter().all(|cohort| {
+        listed.iter().any(|&(flavor, resource)| over(&Tree { view, flavor, resource }, Node::Cohort(cohort)))
     })
+}
+
+/// Which of a cohort's resources it must be over for a workload below it to be
+/// a reclaim candidate: classical preemption asks about the resources the
+/// preemptor needs (`collectCandidatesInSubtree`: `IsWithinNominalInResources`);
+/// fair sharing prunes a cohort only when it borrows nothing at all
+/// (`TargetClusterQueueOrdering.nextTarget` on `DRS.IsBorrowing`, which
+/// `dominantResourceShare` sets when usage passes the subtree quota in any
+/// flavor-resource; saved case s77-2952, over in memory, reclaimed for cpu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CohortsOver {
+    ThisResource,
+    AnyResource,
+}
+
+/// Every flavor-resource any ClusterQueue or Cohort lists a quota for.
+fn flavor_resources(view: &impl ClusterView) -> Vec<(&str, &str)> {
+    let queues = view.cluster_queues().flat_map(|(_, queue)| &queue.resource_groups);
+    let cohorts = view.cohorts().flat_map(|(_, cohort)| &cohort.resource_groups);
+    let mut listed: Vec<(&str, &str)> = queues
+        .chain(cohorts)
+        .flat_map(|group| &group.flavors)
+        .flat_map(|flavor| flavor.resources.iter().map(|r| (flavor.name.as_str(), r.name.as_str())))
+        .collect();
+    listed.sort_unstable();
+    listed.dedup();
+    listed
 }
 
 /// Whether `reclaimer` can never be short of `resource` in `flavor` in the
@@ -452,6 +485,8 @@ mod tests {
     fn state(yaml: &str) -> crate::cluster::ClusterState {
         state_file::parse(yaml.as_bytes()).unwrap()
     }
+
+    const ONE: CohortsOver = CohortsOver::ThisResource;
 
     const CPU_4: &str =
         "resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4";
@@ -625,11 +660,11 @@ mod tests {
             + &cluster_queue("reclaimer", "right", "");
         let view = state(&tree);
         // left holds 8; borrower alone can hold 6 of it: left never goes over (saved case s1-17139).
-        assert!(!borrower_side_can_be_over(&view, "borrower", "reclaimer", "f", "cpu", |_| false));
+        assert!(!borrower_side_can_be_over(&view, "borrower", "reclaimer", ("f", "cpu"), ONE, |_| false));
         // If idle takes workloads too, together they can take reclaimer's 4 as well.
-        assert!(borrower_side_can_be_over(&view, "borrower", "reclaimer", "f", "cpu", |_| true));
+        assert!(borrower_side_can_be_over(&view, "borrower", "reclaimer", ("f", "cpu"), ONE, |_| true));
         // Within left the side is the borrower, which can borrow 2.
-        assert!(borrower_side_can_be_over(&view, "borrower", "idle", "f", "cpu", |_| false));
+        assert!(borrower_side_can_be_over(&view, "borrower", "idle", ("f", "cpu"), ONE, |_| false));
 
         // A cohort that may not borrow is never over its quota.
         let walled = |limits: &str| {
@@ -639,15 +674,35 @@ mod tests {
                     + &cluster_queue("reclaimer", "root", "")),
             )
         };
-        assert!(!borrower_side_can_be_over(
-            &walled(", borrowingLimit: 0"),
-            "borrower",
-            "reclaimer",
-            "f",
-            "cpu",
-            |_| true
-        ));
-        assert!(borrower_side_can_be_over(&walled(""), "borrower", "reclaimer", "f", "cpu", |_| true));
+        let walled_in_cpu = walled(", borrowingLimit: 0");
+        assert!(!borrower_side_can_be_over(&walled_in_cpu, "borrower", "reclaimer", ("f", "cpu"), ONE, |_| true));
+        assert!(borrower_side_can_be_over(&walled(""), "borrower", "reclaimer", ("f", "cpu"), ONE, |_| true));
+    }
+
+    #[test]
+    fn under_fair_sharing_a_cohort_over_in_any_resource_keeps_its_borrowers_reclaimable() {
+        // Saved case s77-2952. left may not borrow cpu, so it is never over in
+        // cpu, but the borrower lends none of its memory and may borrow 2 more,
+        // which left has none of: left can be over in memory. Classical
+        // preemption asks about cpu alone; fair sharing descends into any cohort
+        // that borrows anything.
+        let queue = |name: &str, cohort: &str, memory: &str| {
+            format!(
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec: {{cohortName: \
+                 {cohort}, resourceGroups: [{{coveredResources: [cpu, memory], flavors: [{{name: f, resources: \
+                 [{{name: cpu, nominalQuota: 4}}, {{name: memory, nominalQuota: 4{memory}}}]}}]}}]}}\n---\n"
+            )
+        };
+        let tree = cohort("left", &format!("parentName: root, {CPU_4}, borrowingLimit: 0}}]}}]}}]"))
+            + &queue("borrower", "left", ", lendingLimit: 0, borrowingLimit: 2")
+            + &queue("reclaimer", "root", "");
+        let view = state(&tree);
+        let cpu = ("f", "cpu");
+        assert!(!borrower_side_can_be_over(&view, "borrower", "reclaimer", cpu, ONE, |_| true));
+        assert!(borrower_side_can_be_over(&view, "borrower", "reclaimer", cpu, CohortsOver::AnyResource, |_| true));
+        // Borrowing no memory, the borrower never puts more in left than left holds.
+        let walled = state(&tree.replace("lendingLimit: 0, borrowingLimit: 2", "borrowingLimit: 0"));
+        assert!(!borrower_side_can_be_over(&walled, "borrower", "reclaimer", cpu, CohortsOver::AnyResource, |_| true));
     }
 
     #[test]
@@ -670,9 +725,9 @@ mod tests {
         };
         let view = state(&tree(1));
         assert_eq!(potential_available(&view, "borrower", "f", "cpu"), 5000);
-        assert!(!borrower_side_can_be_over(&view, "borrower", "reclaimer", "f", "cpu", |_| false));
+        assert!(!borrower_side_can_be_over(&view, "borrower", "reclaimer", ("f", "cpu"), ONE, |_| false));
         // Borrowing 2, it needs 1 from the root: 4 reach left, over its 3.
-        assert!(borrower_side_can_be_over(&state(&tree(2)), "borrower", "reclaimer", "f", "cpu", |_| false));
+        assert!(borrower_side_can_be_over(&state(&tree(2)), "borrower", "reclaimer", ("f", "cpu"), ONE, |_| false));
     }
 
     #[test]

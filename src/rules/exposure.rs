@@ -23,7 +23,8 @@ use super::priority::{self, ClassKind, PriorityClassRef};
 use super::verdict::{Denial, Explain, Subject, WayOut};
 use crate::cluster::active::accepts_workloads;
 use crate::cluster::quota::{
-    Usage, borrower_side_can_be_over, fits_below_root, nominal, reclaimer_can_take_back, reclaimer_never_short,
+    CohortsOver, Usage, borrower_side_can_be_over, fits_below_root, nominal, reclaimer_can_take_back,
+    reclaimer_never_short,
 };
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::vocabulary::kueue::PRIORITY_CLASS_LABEL;
@@ -234,7 +235,8 @@ fn reclaim(
                     && above.is_some()
             };
             let usable = |q: &str| accepts_workloads(view, q);
-            if !borrower_side_can_be_over(view, cq_name, other_name, flavor, resource, usable) {
+            let cohorts_over = if fair_sharing { CohortsOver::AnyResource } else { CohortsOver::ThisResource };
+            if !borrower_side_can_be_over(view, cq_name, other_name, (flavor, resource), cohorts_over, usable) {
                 continue; // evicting it would free nothing the reclaimer's side can reach
             }
             let takes_back = reclaimer_can_take_back(view, other_name, cq_name, flavor, resource);
