@@ -241,9 +241,13 @@ async fn idle_keep_alive_connections_outlive_the_head_deadline_and_trickled_head
             (until_closed(&mut stream, HEAD_DEADLINE).await.1, started.elapsed())
         })
     };
+    // A new connection that never sends a request is closed at the head deadline, as before.
+    let mut silent = tls(&connector(&pki.ca_pem), &server).await.unwrap();
+    let silent = tokio::spawn(async move { until_closed(&mut silent, 3 * HEAD_DEADLINE).await.1 });
     tokio::time::sleep(HEAD_DEADLINE + Duration::from_secs(3)).await;
     assert!(review_answered(&keep_alive, &server, &body).await);
-    assert_eq!(metric(&server, served).await, 2.0, "the idle connection was reused; only the trickler's is new");
+    assert_eq!(metric(&server, served).await, 3.0, "the idle connection was reused; only the two others are new");
+    assert!(silent.await.unwrap(), "the silent new connection was closed");
     let (closed, after) = trickler.await.unwrap();
     eprintln!("a head trickled a byte a second was closed after {after:?}");
     assert!(closed && after < 6 * HEAD_DEADLINE, "the head deadline closed the trickled head");

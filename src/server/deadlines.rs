@@ -9,8 +9,9 @@
 //! POST is not retried.
 //!
 //! So hyper gets no head deadline, and this wrapper watches the bytes instead:
-//! waiting for a request, it allows `idle`; from the first byte of a head to
-//! the blank line that ends it, `head`; after that the routes' review deadline
+//! a new connection has `head` for its first request, as Go gives it; waiting
+//! for a later request, it has `idle`; from the first byte of a head to the
+//! blank line that ends it, `head`; after that the routes' review deadline
 //! bounds the body and the answer. The answer's first bytes begin the next wait.
 
 use std::io;
@@ -83,7 +84,8 @@ pub struct Deadlined<T> {
 
 impl<T> Deadlined<T> {
     pub fn new(io: T, deadlines: ReadDeadlines) -> Self {
-        let deadline = Box::pin(tokio::time::sleep(deadlines.idle));
+        // Whoever connects means to send a request now: idling is for keep-alive.
+        let deadline = Box::pin(tokio::time::sleep(deadlines.head));
         Self { io, deadlines, phase: Phase::Idle, deadline }
     }
 
@@ -204,26 +206,31 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn each_wait_has_its_own_deadline() {
         let deadlines = ReadDeadlines { idle: Duration::from_secs(120), head: Duration::from_secs(10) };
-        // Idle past the head deadline: still open.
-        let (client, server) = tokio::io::duplex(1024);
-        let mut server = Deadlined::new(server, deadlines);
-        let mut client = client;
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut buf = [0u8; 64];
-        let read = tokio::time::timeout(Duration::from_secs(60), server.read(&mut buf)).await;
-        assert!(read.is_err(), "an idle connection waits past the head deadline");
-        // A head begun and left unfinished fails at the head deadline.
+        // A new connection that sends nothing has the head deadline.
+        let (_client, server) = tokio::io::duplex(1024);
+        let started = Instant::now();
+        let error = Deadlined::new(server, deadlines).read(&mut buf).await.unwrap_err();
+        assert_eq!((error.kind(), started.elapsed()), (io::ErrorKind::TimedOut, Duration::from_secs(10)));
+        // A head begun and left unfinished fails at the head deadline, counted from its first byte.
+        let (mut client, server) = tokio::io::duplex(1024);
+        let mut server = Deadlined::new(server, deadlines);
+        tokio::time::sleep(Duration::from_secs(5)).await;
         client.write_all(b"POST /validate HTTP/1.1\r\n").await.unwrap();
         assert!(server.read(&mut buf).await.unwrap() > 0);
         let started = Instant::now();
         let error = server.read(&mut buf).await.unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::TimedOut);
         assert_eq!(started.elapsed(), Duration::from_secs(10));
-        // After an answer, a connection waits the idle deadline, not the head's.
+        // After an answer, a connection waits the idle deadline, not the head's;
+        // a whole head has no deadline while its answer is being decided.
         let (mut client, server) = tokio::io::duplex(1024);
         let mut server = Deadlined::new(server, deadlines);
         client.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
         assert!(server.read(&mut buf).await.unwrap() > 0);
+        let deciding = tokio::time::timeout(Duration::from_secs(60), server.read(&mut buf)).await;
+        assert!(deciding.is_err(), "no deadline between a whole head and its answer");
         server.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await.unwrap();
         assert!(client.read(&mut buf).await.unwrap() > 0);
         let started = Instant::now();
