@@ -75,6 +75,12 @@ mod tests {
             "the example state's default limit is 48 cpu"
         );
         assert_eq!(reason(&[LIMITS], &[("cpu", "1"), ("memory", "1Gi")], serde_json::json!({})), Ok(()));
+        // Above its limit and outside the LimitRange at once: Kueue names the limit first
+        // (`ValidateResources` before `ValidateLimitRange`), whichever container comes first.
+        let both = serde_json::json!({"containers": [
+            {"name": "a", "image": "x", "resources": {"requests": {"cpu": "1", "memory": "32Gi"}}},
+            {"name": "b", "image": "x", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}]});
+        assert_eq!(reason(&[LIMITS], &[], both).map_err(|(why, _)| why), Err(Reason::RequestsExceedLimits));
     }
 
     #[test]
