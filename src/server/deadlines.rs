@@ -205,29 +205,32 @@ mod tests {
 
     /// How long a read waited before it failed; a read that would wait for
     /// ever (no deadline running) fails the test instead of hanging it.
-    async fn waited_to_fail(server: &mut Deadlined<tokio::io::DuplexStream>) -> (io::ErrorKind, Duration) {
+    async fn waited_to_fail(server: &mut Deadlined<tokio::io::DuplexStream>) -> (String, Duration) {
         use tokio::io::AsyncReadExt;
         let started = Instant::now();
         let read = tokio::time::timeout(Duration::from_secs(1000), server.read(&mut [0u8; 64])).await;
-        (read.expect("a deadline ends the wait").unwrap_err().kind(), started.elapsed())
+        let error = read.expect("a deadline ends the wait").unwrap_err();
+        (format!("{:?}: {error}", error.kind()), started.elapsed())
     }
 
     #[tokio::test(start_paused = true)]
     async fn each_wait_has_its_own_deadline() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let deadlines = ReadDeadlines { idle: Duration::from_secs(120), head: Duration::from_secs(10) };
-        let timed_out = |after: u64| (io::ErrorKind::TimedOut, Duration::from_secs(after));
+        let timed_out = |waiting: &str, after: u64| {
+            (format!("TimedOut: waited too long for {waiting}"), Duration::from_secs(after))
+        };
         let mut buf = [0u8; 64];
         // A new connection that sends nothing has the head deadline.
         let (_client, server) = tokio::io::duplex(1024);
-        assert_eq!(waited_to_fail(&mut Deadlined::new(server, deadlines)).await, timed_out(10));
+        assert_eq!(waited_to_fail(&mut Deadlined::new(server, deadlines)).await, timed_out("a request", 10));
         // A head begun and left unfinished fails at the head deadline, counted from its first byte.
         let (mut client, server) = tokio::io::duplex(1024);
         let mut server = Deadlined::new(server, deadlines);
         tokio::time::sleep(Duration::from_secs(5)).await;
         client.write_all(b"POST /validate HTTP/1.1\r\n").await.unwrap();
         assert!(server.read(&mut buf).await.unwrap() > 0);
-        assert_eq!(waited_to_fail(&mut server).await, timed_out(10));
+        assert_eq!(waited_to_fail(&mut server).await, timed_out("the rest of a head", 10));
         // After an answer, a connection waits the idle deadline, not the head's;
         // a whole head has no deadline while its answer is being decided.
         let (mut client, server) = tokio::io::duplex(1024);
@@ -238,6 +241,6 @@ mod tests {
         assert!(deciding.is_err(), "no deadline between a whole head and its answer");
         server.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await.unwrap();
         assert!(client.read(&mut buf).await.unwrap() > 0);
-        assert_eq!(waited_to_fail(&mut server).await, timed_out(120));
+        assert_eq!(waited_to_fail(&mut server).await, timed_out("a request", 120));
     }
 }
