@@ -244,4 +244,44 @@ mod tests {
         assert!(answer.expect("the answer arrives").unwrap() > 0);
         assert_eq!(waited_to_fail(&mut server).await, timed_out("a request", 120));
     }
+
+    #[tokio::test]
+    async fn writes_pass_through_and_a_vectored_answer_starts_the_wait() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+        let deadlines = ReadDeadlines { idle: Duration::from_secs(120), head: Duration::from_secs(10) };
+        assert!(Deadlined::new(Vec::<u8>::new(), deadlines).is_write_vectored(), "as the transport says");
+        /// A transport without vectored writes (the trait's default).
+        struct Plain;
+        impl AsyncWrite for Plain {
+            fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+                Poll::Ready(Ok(buf.len()))
+            }
+            fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+                Poll::Ready(Ok(()))
+            }
+            fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+                Poll::Ready(Ok(()))
+            }
+        }
+        assert!(!Deadlined::new(Plain, deadlines).is_write_vectored());
+        async fn within<T>(read: impl std::future::Future<Output = io::Result<T>>) -> T {
+            tokio::time::timeout(Duration::from_secs(5), read).await.expect("in time").unwrap()
+        }
+        let (mut client, server) = tokio::io::duplex(1024);
+        let mut server = Deadlined::new(BufWriter::new(server), deadlines);
+        client.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+        assert!(server.read(&mut [0u8; 64]).await.unwrap() > 0);
+        assert_eq!(server.phase, Phase::Message);
+        // hyper writes an answer's head and body as slices; the first may be empty.
+        let answer = b"HTTP/1.1 200 OK\r\n\r\n";
+        let slices = [io::IoSlice::new(b""), io::IoSlice::new(answer)];
+        assert_eq!(server.write_vectored(&slices).await.unwrap(), answer.len());
+        assert_eq!(server.phase, Phase::Idle);
+        server.flush().await.unwrap();
+        let mut received = [0u8; 64];
+        let count = within(client.read(&mut received)).await;
+        assert_eq!(&received[..count], answer);
+        server.shutdown().await.unwrap();
+        assert_eq!(within(client.read(&mut received)).await, 0, "the shutdown reaches the client");
+    }
 }
