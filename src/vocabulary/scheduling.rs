@@ -180,6 +180,7 @@ mod tests {
         assert!(toleration("tier", "Gt", "4", "").tolerates(&tier));
         assert!(!toleration("tier", "Gt", "5", "").tolerates(&tier));
         assert!(toleration("tier", "Lt", "6", "").tolerates(&tier));
+        assert!(!toleration("tier", "Lt", "5", "").tolerates(&tier), "strictly less");
         assert!(!toleration("tier", "Lt", "06", "").tolerates(&tier), "a leading zero is not decimal");
         assert!(!toleration("tier", "Gt", "-0", "").tolerates(&tier));
         assert!(toleration("tier", "Gt", "-3", "").tolerates(&tier));
@@ -195,6 +196,7 @@ mod tests {
         assert_eq!(untolerated(&taints, &[&hard]), None);
         assert_eq!(taints[1].to_string(), "hard=1:NoSchedule");
         assert_eq!(taints[0].to_string(), "soft:PreferNoSchedule");
+        assert_eq!(taint("k", Some(""), "NoSchedule").to_string(), "k:NoSchedule", "an empty value is not printed");
     }
 
     #[test]
@@ -213,9 +215,15 @@ mod tests {
         assert_eq!(requirement("zone", "DoesNotExist", &[]).matches(&labels), Some(true));
         assert_eq!(requirement("count", "Gt", &["4"]).matches(&labels), Some(true));
         assert_eq!(requirement("count", "Lt", &["4"]).matches(&labels), Some(false));
+        // Strict bounds: 8 is neither greater nor less than 8.
+        assert_eq!(requirement("count", "Gt", &["8"]).matches(&labels), Some(false));
+        assert_eq!(requirement("count", "Lt", &["8"]).matches(&labels), Some(false));
+        assert_eq!(requirement("count", "Lt", &["9"]).matches(&labels), Some(true));
         assert_eq!(requirement("gpu", "Gt", &["4"]).matches(&labels), Some(false), "not a number");
         assert_eq!(requirement("gpu", "In", &[]).matches(&labels), None, "In needs values");
+        assert_eq!(requirement("gpu", "NotIn", &[]).matches(&labels), None, "NotIn needs values");
         assert_eq!(requirement("gpu", "Exists", &["x"]).matches(&labels), None, "Exists takes none");
+        assert_eq!(requirement("zone", "DoesNotExist", &["x"]).matches(&labels), None, "DoesNotExist takes none");
         assert_eq!(requirement("count", "Gt", &["1", "2"]).matches(&labels), None);
         assert_eq!(requirement("gpu", "Near", &["x"]).matches(&labels), None);
     }
