@@ -77,11 +77,6 @@ impl Placement {
             tolerations: tolerations.unwrap_or_default(),
         })
     }
-
-    /// True when Kueue's flavor match cannot exclude any untainted flavor.
-    pub fn is_unconstrained(&self) -> bool {
-        self.node_selector.is_empty() && self.required_terms.is_none()
-    }
 }
 
 fn typed<T: DeserializeOwned>(raw: &Option<Value>, path: &dyn fmt::Display, field: &str) -> Result<Option<T>, String> {
@@ -116,8 +111,8 @@ mod tests {
         let terms = placement.required_terms.as_ref().unwrap();
         assert_eq!((terms.len(), terms[0][0].key.as_str(), terms[1].len()), (2, "zone", 0), "matchFields dropped");
         assert_eq!(placement.tolerations[0].operator.as_deref(), Some("Exists"));
-        assert!(!placement.is_unconstrained());
-        assert!(read(json!({"tolerations": []})).unwrap().is_unconstrained());
+        let bare = read(json!({"tolerations": []})).unwrap();
+        assert!(bare.node_selector.is_empty() && bare.required_terms.is_none() && bare.tolerations.is_empty());
     }
 
     #[test]
