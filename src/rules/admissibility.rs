@@ -273,11 +273,9 @@ fn assign_scanning(
                         fits_in = Some(
                             group_requests
                                 .iter()
+                                // Offered for a lone pod set only, which nothing before it has used.
                                 .map(|(name, _)| {
-                                    let most = view.potential_available(cq_name, &flavor.name, name);
-                                    let before =
-                                        used.get(&(flavor.name.clone(), name.to_string())).copied().unwrap_or(0);
-                                    (name.to_string(), (most - before).max(0))
+                                    (name.to_string(), view.potential_available(cq_name, &flavor.name, name))
                                 })
                                 .collect(),
                         );
@@ -618,6 +616,21 @@ mod tests {
         let tolerated = serde_json::json!({"nodeSelector": {"nvidia.com/gpu.product": "H100"},
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]});
         assert!(gpu_job_denial(tolerated).is_ok());
+        // Some flavors misfit and the rest are too small: the quota is the cause, each flavor's told.
+        let nine = serde_json::json!({"containers": [{"name": "main", "image": "x",
+            "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "9"}}}]});
+        let denial = gpu_job_denial(nine).unwrap_err();
+        assert_eq!(denial.reason, Reason::ExceedsQuota, "{}", denial.message);
+        assert!(
+            denial.message.contains("9 nvidia.com/gpu in flavor a100 but the ClusterQueue could get at most 8"),
+            "{}",
+            denial.message
+        );
+        assert!(
+            denial.message.contains("flavor h100 has taint nvidia.com/gpu=present:NoSchedule"),
+            "{}",
+            denial.message
+        );
     }
 
     /// team-a-cq has 32 cpu: eight pods of 6 cpu (48) do not fit, five do (30).
