@@ -704,6 +704,20 @@ mod tests {
         let usage = super::check(&state, subject, "pools", &admitted.pod_sets(subject.kind).unwrap()).unwrap();
         assert_eq!(usage[&("big".to_string(), "cpu".to_string())], 2000, "'a' moved on to big");
         assert_eq!(usage[&("small".to_string(), "cpu".to_string())], 2000, "'b' on small");
+        // A scan that ended on its group's last flavor starts from the first in
+        // the next cycle: 'a' must be on big, 'b' takes small first and leaves
+        // no room for 'c', which must be on small; the next cycle moves 'b' on.
+        let three = testkit::JobSetBuilder::aiperf("my-benchmarks")
+            .queue("pools")
+            .replicated_job("a", 1, pod(Some("big")))
+            .replicated_job("b", 1, pod(None))
+            .replicated_job("c", 1, pod(Some("small")))
+            .build();
+        let three = serde_json::from_value::<crate::workload::Workload>(three).unwrap();
+        let subject = jobset_subject(&three);
+        let usage = super::check(&state, subject, "pools", &three.pod_sets(subject.kind).unwrap()).unwrap();
+        assert_eq!(usage[&("big".to_string(), "cpu".to_string())], 4000, "'a' and 'b' on big");
+        assert_eq!(usage[&("small".to_string(), "cpu".to_string())], 2000, "'c' on small");
         // No order of scans places 'b' on a pool no flavor is.
         let never = jobset("medium");
         let subject = jobset_subject(&never);

@@ -706,6 +706,45 @@ fn the_judge_enters_tainted_flavors_as_a_real_user_would() {
     assert_eq!(eval_verdict(&config, &objects, &untolerating).reason, Reason::NoMatchingFlavor.as_str());
 }
 
+/// A scan that ended on its group's last flavor restarts from the first when
+/// a later pod set fails the cycle, while a scan stopped earlier resumes after
+/// it (`NextFlavorToTryForPodSetResource`). 'a' fits only big, 'b' takes small
+/// first and leaves 'c' (small only) no room; the next cycle must find 'a'
+/// on big again and move 'b' on. The model's rule (`assign_scanning`
+/// records only scans with flavors left) is what a surviving mutant changed.
+#[test]
+fn kueue_restarts_a_scan_that_ended_on_its_last_flavor() {
+    let mut text = std::fs::read_to_string(repo("examples/cluster.yaml")).unwrap();
+    text.push_str(
+        "\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: small}\nspec: {nodeLabels: {pool: small}}\n\
+         ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: big}\nspec: {nodeLabels: {pool: big}}\n\
+         ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: two-pools}\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n\
+         \x20 - {coveredResources: [cpu], flavors: [{name: small, resources: [{name: cpu, nominalQuota: 2}]}, {name: big, resources: [{name: cpu, nominalQuota: 8}]}]}\n\
+         ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: pools, namespace: my-benchmarks}\nspec: {clusterQueue: two-pools}\n",
+    );
+    let objects = eval_admission::vocabulary::yaml::documents(text.as_bytes()).unwrap();
+    let pod = |pool: Option<&str>| {
+        let mut pod = testkit::workload::pod_spec("main", "busybox", Some(serde_json::json!({"cpu": "2"})), None);
+        if let Some(pool) = pool {
+            pod["nodeSelector"] = serde_json::json!({"pool": pool});
+        }
+        serde_json::json!({"template": {"spec": pod}})
+    };
+    let jobset = testkit::JobSetBuilder::new("my-benchmarks", "three-pools")
+        .label("app", "aiperf")
+        .queue("pools")
+        .suspend(true)
+        .replicated_job("a", 1, pod(Some("big")))
+        .replicated_job("b", 1, pod(None))
+        .replicated_job("c", 1, pod(Some("small")))
+        .build();
+    let mut judge = Oracle::start(&oracle::build());
+    let verdict = judge.judge("three-pools", &objects, &jobset);
+    assert!(verdict.admissible, "{verdict:?}");
+    let eval = eval_verdict(&Config::load(None).unwrap(), &objects, &jobset);
+    assert!(eval.allowed, "{eval:?}");
+}
+
 /// The fake client stores any Workload; the API server validates it against
 /// its CRD. Before the judge validated the Workload the job controller builds
 /// (tests/kueue/oracle/defaults.go `validateCreate`), a JobSet of 19
