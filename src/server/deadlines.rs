@@ -4,7 +4,8 @@
 //! `header_read_timeout` cannot: it starts the clock whenever it waits for a
 //! head (hyper 1.12 `Conn::poll_read_head`), so it also closes every idle
 //! keep-alive connection after the head deadline. The API server keeps its
-//! idle connections to a webhook for 90 s (`http.Transport.IdleConnTimeout`),
+//! idle connections to a webhook for 90 s (`http.DefaultTransport`'s
+//! `IdleConnTimeout`, set by apimachinery `utilnet.SetOldTransportDefaults`),
 //! and a review it writes into a connection this side is closing is lost: a
 //! POST is not retried.
 //!

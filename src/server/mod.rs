@@ -118,8 +118,8 @@ fn max_body_bytes(text: &str) -> Result<usize, String> {
 
 /// The webhook port: a silent client loses its connection after the handshake
 /// or head deadline. An idle keep-alive connection is kept longer than the API
-/// server keeps it (90 s, `http.Transport.IdleConnTimeout` of its webhook
-/// client), so the API server is always the side that closes it and never
+/// server keeps it (90 s: its webhook client's transport takes
+/// `http.DefaultTransport`'s `IdleConnTimeout`, apimachinery `SetOldTransportDefaults`), so the API server is always the side that closes it and never
 /// writes a review into a connection this side is closing.
 const WEBHOOK_CONNECTIONS: ConnectionLimits = ConnectionLimits {
     max_connections: 256,
