@@ -36,7 +36,7 @@ pub struct ReviewReport {
 
 pub fn review(cluster: &Path, config: Option<&Path>, request: &Path) -> Result<ReviewReport, Error> {
     let config = Config::load(config)?;
-    let state = state_file::load(cluster)?;
+    let state = state_file::load(cluster, &config.kueue)?;
     // No AdmissionReview is larger.
     let most = admission::MOST_REVIEW_BYTES as u64;
     let bytes = crate::vocabulary::yaml::read_at_most("request file", request, most)?;

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::vocabulary::kueue::{CONTROLLER_MANAGER, DEFAULT_MANAGED_OWNERS, DEFAULT_NAMESPACE};
+use crate::vocabulary::kueue::{DEFAULT_MANAGED_OWNERS, KueueInstall};
 use crate::vocabulary::own_names::EVALUATION_LABEL;
 use crate::vocabulary::reason::{Enforcement, Reason};
 use crate::vocabulary::yaml::{check_flow_nesting, read_at_most};
@@ -18,8 +18,10 @@ use crate::workload::{OwnerReference, Workload, WorkloadKind};
 pub struct Config {
     /// Which Jobs and JobSets are evaluations that the policy shapes.
     pub selection: Selection,
-    /// Users allowed to flip `spec.suspend` from true to false: Kueue's controller.
-    pub kueue_controller_usernames: Vec<String>,
+    /// Which Kueue runs the cluster and where: the one source of its release
+    /// (the model's version-dependent rules), namespace, ConfigMap and identity
+    /// (who may flip `spec.suspend` from true to false).
+    pub kueue: KueueInstall,
     /// Owner kinds that Kueue admits as a unit: a Job controlled by one is left alone.
     pub kueue_managed_owners: Vec<OwnerKind>,
     /// Per rule (by its reason label), whether a breach is denied, warned or
@@ -96,7 +98,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             selection: Selection::default(),
-            kueue_controller_usernames: vec![format!("system:serviceaccount:{DEFAULT_NAMESPACE}:{CONTROLLER_MANAGER}")],
+            kueue: KueueInstall::default(),
             kueue_managed_owners: default_managed_owners(),
             enforcement: BTreeMap::new(),
             drop_repeated_pod_priority_class: false,
@@ -203,7 +205,7 @@ impl Config {
             return Err(format!("{} bytes: a config is at most {MOST_CONFIG_BYTES}", text.len()));
         }
         check_flow_nesting(text)?;
-        let config: Self = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        let config: Self = serde_yaml::from_str(text).map_err(|e| moved_fields(e.to_string()))?;
         config.check()?;
         Ok(config)
     }
@@ -264,7 +266,16 @@ impl Config {
     }
 
     pub fn is_kueue_controller(&self, username: &str) -> bool {
-        self.kueue_controller_usernames.iter().any(|allowed| allowed == username)
+        self.kueue.is_controller(username)
+    }
+}
+
+/// A field an older config had, with where it lives now.
+fn moved_fields(error: String) -> String {
+    if error.contains("unknown field `kueueControllerUsernames`") {
+        format!("{error}; it moved to kueue.controllerUsernames (unset: Kueue's service account in kueue.namespace)")
+    } else {
+        error
     }
 }
 
@@ -323,6 +334,19 @@ mod tests {
         let all = Config::parse("selection: {allWorkloads: true}").unwrap();
         assert!(all.selection.all_workloads);
         assert_eq!(all.selection.selectors.len(), 4, "selectors keep their defaults");
+    }
+
+    #[test]
+    fn the_kueue_section_defaults_to_upstream_and_the_old_key_says_where_it_went() {
+        let config = Config::parse("kueue: {namespace: openshift-kueue-operator, version: v0.18.5}").unwrap();
+        assert_eq!(config.kueue.version.to_string(), "v0.18.5");
+        assert_eq!(config.kueue.config_map, "kueue-manager-config", "unset fields keep their defaults");
+        assert!(config.is_kueue_controller("system:serviceaccount:openshift-kueue-operator:kueue-controller-manager"));
+        assert!(!config.is_kueue_controller("system:serviceaccount:kueue-system:kueue-controller-manager"));
+        let old = Config::parse("kueueControllerUsernames: [a]").unwrap_err();
+        assert!(old.contains("it moved to kueue.controllerUsernames"), "{old}");
+        let bad = Config::parse("kueue: {version: latest}").unwrap_err();
+        assert!(bad.contains("'latest' is not a Kueue release such as v0.19.2"), "{bad}");
     }
 
     #[test]

@@ -105,7 +105,7 @@ webhooks:
     out.push_str("  matchConditions:\n  # Deletions (finalizer removal) never wait on us.\n");
     push_condition(&mut out, "not-being-deleted", "!has(object.metadata.deletionTimestamp)");
     if let Some(expression) = kueue_condition(config) {
-        out.push_str("  # Kueue's own writes (admission, preemption) never wait on us: kueueControllerUsernames.\n");
+        out.push_str("  # Kueue's own writes (admission, preemption) never wait on us: kueue.controllerUsernames.\n");
         push_condition(&mut out, "not-kueue", &expression);
     }
     if let Some(expression) = evaluation_condition(config, true) {
@@ -224,7 +224,7 @@ fn controller_condition(object: &str, kinds: &[OwnerKind]) -> String {
 
 /// CEL that is false for the identities the config trusts as Kueue's.
 fn kueue_condition(config: &Config) -> Option<String> {
-    let names: Vec<String> = config.kueue_controller_usernames.iter().map(|n| cel_string(n)).collect();
+    let names: Vec<String> = config.kueue.controller_usernames().iter().map(|n| cel_string(n)).collect();
     match names.as_slice() {
         [] => None,
         [one] => Some(format!("request.userInfo.username != {one}")),
@@ -293,6 +293,25 @@ mod tests {
         }
     }
 
+    /// The ConfigMap the server watches is the one the ClusterRole names.
+    #[test]
+    fn the_cluster_role_reads_the_configured_kueue_config_map_only() {
+        let rbac = include_str!("../manifests/base/rbac.yaml");
+        let role: serde_json::Value = serde_yaml::Deserializer::from_str(rbac)
+            .map(|document| <serde_json::Value as serde::Deserialize>::deserialize(document).unwrap())
+            .find(|document| document["kind"] == "ClusterRole")
+            .unwrap();
+        let config = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
+        let config_maps: Vec<&serde_json::Value> = role["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|rule| rule["resources"].as_array().unwrap().iter().any(|r| r == "configmaps"))
+            .collect();
+        assert_eq!(config_maps.len(), 1);
+        assert_eq!(config_maps[0]["resourceNames"], serde_json::json!([config.kueue.config_map]));
+    }
+
     #[test]
     fn the_shipped_webhooks_are_rendered_from_the_shipped_config() {
         let config = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
@@ -305,7 +324,7 @@ mod tests {
     fn every_selector_and_identity_reaches_the_conditions() {
         let config = Config::parse(
             "selection:\n  selectors:\n  - {name: lm-eval, kinds: [JobSet], matchLabels: {team: \"it's\"}}\n\
-             kueueControllerUsernames: [a, b]\n",
+             kueue: {controllerUsernames: [a, b]}\n",
         )
         .unwrap();
         let rendered = render(&config, "f");
@@ -324,7 +343,7 @@ mod tests {
             "{}",
             rendered.mutating
         );
-        let all = Config::parse("selection: {allWorkloads: true}\nkueueControllerUsernames: []\n").unwrap();
+        let all = Config::parse("selection: {allWorkloads: true}\nkueue: {controllerUsernames: []}\n").unwrap();
         let rendered = render(&all, "f");
         assert!(!rendered.mutating.contains("matchConditions"));
         assert!(!rendered.validating.contains("is-evaluation") && !rendered.validating.contains("not-kueue"));

@@ -29,7 +29,7 @@ use testkit::workload::pod_spec;
 use testkit::{JobBuilder, JobSetBuilder};
 
 /// The release identity the shipped policy config lets unsuspend
-/// (manifests/base/config.yaml `kueueControllerUsernames`).
+/// (manifests/base/config.yaml `kueue`: its namespace's kueue-controller-manager).
 const KUEUE_SERVICE_ACCOUNT: &str = "system:serviceaccount:kueue-system:kueue-controller-manager";
 const INSTALL_NAMESPACE: &str = "eval-admission-system";
 /// The shipped Deployment's pods and their one container.

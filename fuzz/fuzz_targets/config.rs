@@ -54,7 +54,7 @@ fn check_rendered(config: &Config) {
         }
     }
     let literals = cel_literals(&conditions);
-    let mut wanted: Vec<String> = config.kueue_controller_usernames.clone();
+    let mut wanted: Vec<String> = config.kueue.controller_usernames();
     if !config.selection.all_workloads {
         for selector in config.selection.selectors.iter().filter(|s| !s.kinds.is_empty()) {
             for (key, value) in &selector.match_labels {

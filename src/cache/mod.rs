@@ -11,6 +11,7 @@ use kube::api::{Api, ApiResource, DynamicObject};
 
 use crate::cluster::Absent;
 use crate::cluster::{ClusterObject, ClusterState, ObjectCounts, OwnerKey, objects};
+use crate::vocabulary::kueue::KueueInstall;
 
 /// A live lookup that could not say whether an object exists.
 #[derive(Debug, thiserror::Error)]
@@ -48,9 +49,9 @@ impl ClusterCache {
     }
 
     /// An empty view that watch caches will fill; not synced until they report.
-    pub fn live(client: kube::Client, initial_pending: &[&'static str]) -> Self {
+    pub fn live(client: kube::Client, initial_pending: &[&'static str], kueue: KueueInstall) -> Self {
         Self {
-            state: RwLock::new(ClusterState::default()),
+            state: RwLock::new(ClusterState::for_kueue(kueue)),
             pending: Mutex::new(initial_pending.iter().copied().collect()),
             live: Some(LiveLookup {
                 client,

@@ -25,7 +25,7 @@ use crate::cluster::OwnerKey;
 use crate::cluster::kueue_config::KueueConfig;
 use crate::cluster::objects::{self, ClusterObject, NamespaceInfo};
 use crate::config::OwnerKind;
-use crate::vocabulary::kueue::{self, DEFAULT_QUEUE_ANNOTATION, KUEUE_GROUP, LOCAL_QUEUE_CRD};
+use crate::vocabulary::kueue::{self, DEFAULT_QUEUE_ANNOTATION, KUEUE_GROUP, KueueInstall, LOCAL_QUEUE_CRD};
 
 /// Kinds whose first list must complete before the view is synced.
 pub const CORE_KINDS: [&str; 6] =
@@ -40,26 +40,6 @@ const KUEUE_KINDS: [(&str, &str); 6] = [
 ];
 /// Newest first: the first version the API server serves for a kind is used.
 const KUEUE_VERSIONS: [&str; 3] = ["v1beta2", "v1beta1", "v1alpha1"];
-
-/// Where Kueue's Configuration is read from: a ConfigMap's namespace and name.
-#[derive(Debug, Clone)]
-pub struct KueueConfigMap {
-    pub namespace: String,
-    pub name: String,
-}
-
-/// A standard install's: `kueue-system/kueue-manager-config`.
-impl Default for KueueConfigMap {
-    fn default() -> Self {
-        Self { namespace: kueue::DEFAULT_NAMESPACE.to_string(), name: kueue::CONFIG_MAP.to_string() }
-    }
-}
-
-impl std::fmt::Display for KueueConfigMap {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
 
 /// How often the owner kinds' APIs are discovered again (a CRD installed or removed).
 const OWNER_DISCOVERY_INTERVAL: Duration = Duration::from_secs(30);
@@ -93,7 +73,7 @@ impl Drop for Running {
 pub fn start(
     client: kube::Client,
     cache: Arc<ClusterCache>,
-    kueue_config: KueueConfigMap,
+    kueue: KueueInstall,
     owner_kinds: Vec<OwnerKind>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -102,7 +82,7 @@ pub fn start(
         tasks.spawn(watch_priority_classes(client.clone(), cache.clone()));
         tasks.spawn(watch_limit_ranges(client.clone(), cache.clone()));
         tasks.spawn(watch_runtime_classes(client.clone(), cache.clone()));
-        tasks.spawn(watch_kueue_config(client.clone(), cache.clone(), kueue_config));
+        tasks.spawn(watch_kueue_config(client.clone(), cache.clone(), kueue));
         tasks.spawn(watch_owners(client.clone(), cache.clone(), owner_kinds));
         watch_kueue_crd(client, cache).await;
     })
@@ -111,15 +91,14 @@ pub fn start(
 /// Follows Kueue's ConfigMap (by name only: RBAC grants that one object). An
 /// unreadable Configuration keeps the last good one and says so; a missing
 /// ConfigMap means the release's manifests' defaults.
-async fn watch_kueue_config(client: kube::Client, cache: Arc<ClusterCache>, source: KueueConfigMap) {
+async fn watch_kueue_config(client: kube::Client, cache: Arc<ClusterCache>, kueue: KueueInstall) {
     let _running = Running::start();
-    let api: Api<ConfigMap> = Api::namespaced(client, &source.namespace);
-    let config = watcher::Config::default().fields(&format!("metadata.name={}", source.name));
+    let api: Api<ConfigMap> = Api::namespaced(client, &kueue.namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", kueue.config_map));
     let stream = watcher::watcher(api, config).default_backoff();
-    let namespace = source.namespace.clone();
     let prune = move |object: ConfigMap| {
         let text = object.data.as_ref()?.get(kueue::CONFIG_MAP_KEY)?;
-        match KueueConfig::parse_in_namespace(text, &namespace) {
+        match KueueConfig::parse_for(text, &kueue) {
             Ok(config) => Some(ClusterObject::KueueConfiguration { config: Box::new(config) }),
             Err(error) => {
                 tracing::warn!(%error, "Kueue's Configuration cannot be read; keeping the last one");

@@ -10,6 +10,7 @@ use super::{
     ClusterObject, ClusterQueue, ClusterView, Cohort, LocalQueue, NamespaceInfo, NamespaceSelector, OwnerKey,
     PriorityClass, ResourceFlavor, quota,
 };
+use crate::vocabulary::kueue::KueueInstall;
 use crate::workload::LimitSummary;
 
 /// Counts of cached objects, for readiness and metrics.
@@ -41,6 +42,8 @@ pub struct ClusterState {
     admission_checks: HashMap<String, bool>,
     workload_priority_classes: BTreeMap<String, i32>,
     priority_classes: BTreeMap<String, PriorityClass>,
+    /// Which Kueue this is and where it keeps its ConfigMap (the policy config's `kueue`).
+    kueue: KueueInstall,
     /// Kueue's Configuration: from its ConfigMap, else what the release's
     /// manifests install (the ConfigMap a standard install mounts).
     kueue_config: KueueConfig,
@@ -66,8 +69,16 @@ pub struct ClusterState {
 /// ClusterQueue -> flavor -> resource -> milli-units.
 type Potentials = HashMap<String, HashMap<String, HashMap<String, i64>>>;
 
+/// Upstream Kueue v0.19.2 in kueue-system.
 impl Default for ClusterState {
     fn default() -> Self {
+        Self::for_kueue(KueueInstall::default())
+    }
+}
+
+impl ClusterState {
+    /// An empty view of a cluster that `kueue` runs.
+    pub fn for_kueue(kueue: KueueInstall) -> Self {
         Self {
             kueue_installed: false,
             namespaces: HashMap::new(),
@@ -78,7 +89,8 @@ impl Default for ClusterState {
             admission_checks: HashMap::new(),
             workload_priority_classes: BTreeMap::new(),
             priority_classes: BTreeMap::new(),
-            kueue_config: KueueConfig::release_manifest(),
+            kueue_config: KueueConfig::release_manifest(&kueue),
+            kueue,
             limit_ranges: HashMap::new(),
             limit_summaries: HashMap::new(),
             runtime_classes: HashMap::new(),
@@ -88,9 +100,12 @@ impl Default for ClusterState {
             roots: OnceLock::new(),
         }
     }
-}
 
-impl ClusterState {
+    /// Which Kueue this view is of.
+    pub fn kueue(&self) -> &KueueInstall {
+        &self.kueue
+    }
+
     /// Every change drops what was derived from the state before it.
     fn forget_derived(&mut self) {
         self.reachable = OnceLock::new();
@@ -226,7 +241,7 @@ impl ClusterState {
             "PriorityClass" => {
                 self.priority_classes.remove(name);
             }
-            "ConfigMap" => self.kueue_config = KueueConfig::release_manifest(),
+            "ConfigMap" => self.kueue_config = KueueConfig::release_manifest(&self.kueue),
             _ => {}
         }
     }
@@ -244,7 +259,7 @@ impl ClusterState {
             "LocalQueue" => self.local_queues.clear(),
             "ClusterQueue" => self.cluster_queues.clear(),
             "Cohort" => self.cohorts.clear(),
-            "ConfigMap" => self.kueue_config = KueueConfig::release_manifest(),
+            "ConfigMap" => self.kueue_config = KueueConfig::release_manifest(&self.kueue),
             "ResourceFlavor" => self.resource_flavors.clear(),
             "AdmissionCheck" => self.admission_checks.clear(),
             "WorkloadPriorityClass" => self.workload_priority_classes.clear(),

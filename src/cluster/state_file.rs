@@ -8,26 +8,32 @@ use serde_json::Value;
 use super::ClusterState;
 use super::objects::{self, ClusterObject};
 use crate::error::Error;
+use crate::vocabulary::kueue::KueueInstall;
 use crate::vocabulary::yaml::{for_each_document, read_at_most};
 
 /// The largest state file read: a dump of a large cluster's Namespaces and
 /// Kueue objects is tens of MiB.
 pub const MOST_STATE_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
-/// Reads and decodes a state file.
-pub fn load(path: &Path) -> Result<ClusterState, Error> {
+/// Reads and decodes a state file of a cluster that `kueue` runs.
+pub fn load(path: &Path, kueue: &KueueInstall) -> Result<ClusterState, Error> {
     let bytes = read_at_most("cluster state file", path, MOST_STATE_FILE_BYTES)?;
-    parse(&bytes).map_err(|message| Error::file("cluster state file", path, message))
+    parse_for(&bytes, kueue).map_err(|message| Error::file("cluster state file", path, message))
+}
+
+/// [`parse_for`] upstream Kueue v0.19.2 in kueue-system.
+pub fn parse(bytes: &[u8]) -> Result<ClusterState, String> {
+    parse_for(bytes, &KueueInstall::default())
 }
 
 /// Decodes a state file's contents; the error says which document is wrong and why.
 /// Each document is decoded and pruned as it is read, so a large file never
 /// sits in memory as a whole tree of values.
-pub fn parse(bytes: &[u8]) -> Result<ClusterState, String> {
-    let mut state = ClusterState::default();
+pub fn parse_for(bytes: &[u8], kueue: &KueueInstall) -> Result<ClusterState, String> {
+    let mut state = ClusterState::for_kueue(kueue.clone());
     for_each_document(bytes, |position, document| {
         for object in unpack_lists(document) {
-            match decode_document(object) {
+            match decode_document(object, kueue) {
                 Ok(Some(decoded)) => state.apply(decoded),
                 Ok(None) => {}
                 Err(message) => return Err(format!("document {position}: {message}")),
@@ -50,7 +56,7 @@ fn unpack_lists(document: Value) -> Vec<Value> {
     }
 }
 
-fn decode_document(object: Value) -> Result<Option<ClusterObject>, String> {
+fn decode_document(object: Value, kueue: &KueueInstall) -> Result<Option<ClusterObject>, String> {
     let Value::Object(map) = &object else {
         return Err("not a Kubernetes object (expected a mapping with apiVersion and kind)".into());
     };
@@ -58,6 +64,9 @@ fn decode_document(object: Value) -> Result<Option<ClusterObject>, String> {
     let kind = map.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
     if api_version.is_empty() || kind.is_empty() {
         return Err("object without apiVersion or kind".into());
+    }
+    if (api_version.as_str(), kind.as_str()) == ("v1", "ConfigMap") {
+        return objects::decode_kueue_config_map(object, kueue).map(Some).map_err(|e| e.to_string());
     }
     match objects::decode(&api_version, &kind, object).map_err(|e| e.to_string())? {
         Some(decoded) => Ok(Some(decoded)),
@@ -106,6 +115,40 @@ items:
         assert_eq!(state.namespace("team-a").unwrap().default_queue.as_deref(), Some("eval-queue"));
         assert_eq!(state.local_queue("team-a", "eval-queue").unwrap().cluster_queue, "team-a-cq");
         assert_eq!(state.cluster_queue("team-a-cq").unwrap().cohort.as_deref(), Some("research"));
+    }
+
+    #[test]
+    fn kueue_configuration_is_read_where_the_config_says_kueue_runs() {
+        let config_map = |namespace: &str| {
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: kueue-manager-config, namespace: {namespace}}}\n\
+                 data:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta1\n    \
+                 kind: Configuration\n    manageJobsWithoutQueueName: true\n"
+            )
+        };
+        let red_hat = KueueInstall { namespace: "openshift-kueue-operator".into(), ..KueueInstall::default() };
+        let state = parse_for(config_map("openshift-kueue-operator").as_bytes(), &red_hat).unwrap();
+        let config = state.kueue_config();
+        assert!(config.manage_jobs_without_queue_name, "the file was read");
+        assert_eq!(config.namespace, "openshift-kueue-operator");
+        assert_eq!(
+            config.managed_jobs_namespace_selector.to_string(),
+            "kubernetes.io/metadata.name notin (kube-system,openshift-kueue-operator)"
+        );
+        let elsewhere = parse_for(config_map("kueue-system").as_bytes(), &red_hat).unwrap_err();
+        assert!(
+            elsewhere.contains(
+                "ConfigMap kueue-system/kueue-manager-config: the only ConfigMap read is Kueue's, \
+                 openshift-kueue-operator/kueue-manager-config"
+            ),
+            "{elsewhere}"
+        );
+        // With no ConfigMap, the release's defaults in Kueue's own namespace.
+        let empty = parse_for(b"", &red_hat).unwrap();
+        assert!(!empty.kueue_config().manages_namespace(&std::collections::BTreeMap::from([(
+            "kubernetes.io/metadata.name".to_string(),
+            "openshift-kueue-operator".to_string()
+        )])));
     }
 
     #[test]

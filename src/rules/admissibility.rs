@@ -124,7 +124,7 @@ pub fn check_managed(view: &impl ClusterView, subject: Subject<'_>) -> Result<()
     }
     let empty = BTreeMap::new();
     let labels = view.namespace(subject.namespace).map_or(&empty, |ns| &ns.labels);
-    if !config.manages_namespace(labels) {
+    if !config.manages_labelled_jobs_in(labels) {
         return Err(Inadmissible::new(
             Reason::NamespaceNotManaged,
             format!(

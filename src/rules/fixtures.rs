@@ -18,6 +18,15 @@ pub fn state_with(documents: &[&str]) -> ClusterState {
     state_file::parse(documents.join("\n---\n").as_bytes()).expect("fixture state parses")
 }
 
+/// [`state_with`] for a cluster that Kueue `release` runs.
+pub fn state_of_release(release: &str, documents: &[&str]) -> ClusterState {
+    let kueue = crate::vocabulary::kueue::KueueInstall {
+        version: crate::vocabulary::kueue::KueueVersion::parse(release).expect("a release"),
+        ..Default::default()
+    };
+    state_file::parse_for(documents.join("\n---\n").as_bytes(), &kueue).expect("fixture state parses")
+}
+
 pub fn workload(yaml: &str) -> Workload {
     let value: Value = serde_yaml::from_str(yaml).expect("fixture YAML");
     serde_json::from_value(value).expect("fixture workload")

@@ -192,7 +192,7 @@ fn checks(view: &impl ClusterView, subject: Subject<'_>, explain: Explain) -> Re
         return Err(admissibility::denial(subject, unmanaged, &[]));
     }
     if queue_name.is_some() {
-        workload_api::check_workload_api(subject, &pod_sets)?;
+        workload_api::check_workload_api(subject, &pod_sets, view.kueue_config().version)?;
     }
     let usage = match queue_name {
         Some(name) => match admissibility::check(view, subject, name, &pod_sets) {

@@ -28,7 +28,11 @@ impl QueueSource {
 }
 
 /// The queue a new workload should carry: its own label, else the namespace
-/// annotation, else a LocalQueue named `default`. `Ok(None)`: it bypasses Kueue.
+/// annotation, else a LocalQueue named `default` where Kueue's own webhook
+/// would give it that one (see [`KueueConfig::defaults_local_queue_in`]).
+/// `Ok(None)`: it bypasses Kueue.
+///
+/// [`KueueConfig::defaults_local_queue_in`]: crate::cluster::kueue_config::KueueConfig::defaults_local_queue_in
 pub fn resolve(view: &impl ClusterView, subject: Subject<'_>) -> Result<Option<(String, QueueSource)>, Denial> {
     if let Some(name) = subject.workload.queue_name() {
         return Ok(Some((name.to_string(), QueueSource::Label)));
@@ -48,7 +52,11 @@ pub fn resolve(view: &impl ClusterView, subject: Subject<'_>) -> Result<Option<(
         }
         return Ok(Some((name.to_string(), QueueSource::NamespaceAnnotation)));
     }
-    if view.local_queue(subject.namespace, DEFAULT_LOCAL_QUEUE).is_some() {
+    let empty = std::collections::BTreeMap::new();
+    let labels = view.namespace(subject.namespace).map_or(&empty, |ns| &ns.labels);
+    if view.local_queue(subject.namespace, DEFAULT_LOCAL_QUEUE).is_some()
+        && view.kueue_config().defaults_local_queue_in(labels)
+    {
         return Ok(Some((DEFAULT_LOCAL_QUEUE.to_string(), QueueSource::DefaultLocalQueue)));
     }
     Ok(None)
@@ -245,6 +253,27 @@ mod tests {
         );
         let in_plain = evalhub_job("plain", None);
         assert_eq!(resolve(&state, job_subject(&in_plain)).unwrap(), None);
+    }
+
+    #[test]
+    fn kueue_gives_the_default_queue_only_in_namespaces_it_manages_from_v0_18_5() {
+        // Kueue #13374: a namespace outside managedJobsNamespaceSelector with a
+        // LocalQueue named default. Up to v0.18.4 Kueue's webhook labels the
+        // job (and the job then waits forever); from v0.18.5 it leaves the job
+        // alone, and so does eval-admission: the job bypasses Kueue.
+        let documents = [
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\ndata:\n  \
+             controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta1\n    kind: Configuration\n    \
+             managedJobsNamespaceSelector: {matchLabels: {kueue-managed: \"true\"}}\n",
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: plain}\n",
+            "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: default, namespace: plain}\n\
+             spec: {clusterQueue: team-a-cq}\n",
+        ];
+        let job = evalhub_job("plain", None);
+        for (release, labelled) in [("v0.16.6", true), ("v0.18.2", true), ("v0.18.5", false), ("v0.19.2", false)] {
+            let resolved = resolve(&state_of_release(release, &documents), job_subject(&job)).unwrap();
+            assert_eq!(resolved.is_some(), labelled, "{release}: {resolved:?}");
+        }
     }
 
     #[test]

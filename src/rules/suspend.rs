@@ -28,7 +28,7 @@ pub fn check_unsuspend(config: &Config, subject: Subject<'_>, old: &Workload, us
         format!(
             "{subject} is queued in LocalQueue '{queue}': only Kueue ({}) may set spec.suspend to false, and {username} \
              tried. Kueue starts it when the queue admits it; see `kubectl get workloads -n {}` for its place.",
-            crate::vocabulary::text::join(&config.kueue_controller_usernames),
+            crate::vocabulary::text::join(config.kueue.controller_usernames()),
             subject.namespace
         ),
     ))

@@ -1,15 +1,21 @@
 //! The Workload Kueue would create must be one the API server stores: its CRD
-//! (v0.19.2 `apis/kueue/v1beta2/workload_types.go`) holds 1 to 18 pod sets,
+//! (`apis/kueue/v1beta2/workload_types.go`) holds 1 to 18 pod sets (v0.19; 10
+//! in v0.18, 8 before),
 //! and a pod set's `minCount` is at least 1 and at most its `count` (a CEL
 //! rule). Otherwise the job controller's create fails on every reconcile, no
 //! Workload ever reaches the queue, and the job stays suspended.
 
 use super::verdict::{Denial, Subject};
-use crate::vocabulary::kueue::{JOB_MIN_PARALLELISM_ANNOTATION, MOST_POD_SETS};
+use crate::vocabulary::kueue::{JOB_MIN_PARALLELISM_ANNOTATION, KueueVersion, most_pod_sets};
 use crate::vocabulary::reason::Reason;
 use crate::workload::PodSetRequests;
 
-pub fn check_workload_api(subject: Subject<'_>, pod_sets: &[PodSetRequests]) -> Result<(), Denial> {
+pub fn check_workload_api(
+    subject: Subject<'_>,
+    pod_sets: &[PodSetRequests],
+    kueue: KueueVersion,
+) -> Result<(), Denial> {
+    let most = most_pod_sets(kueue);
     let refused = |why: String, fix: &str| {
         Err(Denial::new(
             Reason::WorkloadRefused,
@@ -19,13 +25,13 @@ pub fn check_workload_api(subject: Subject<'_>, pod_sets: &[PodSetRequests]) -> 
             ),
         ))
     };
-    if pod_sets.len() > MOST_POD_SETS {
+    if pod_sets.len() > most {
         return refused(
             format!(
-                "it has {} replicated jobs, and a Kueue Workload holds at most {MOST_POD_SETS} pod sets",
+                "it has {} replicated jobs, and a Kueue {kueue} Workload holds at most {most} pod sets",
                 pod_sets.len()
             ),
-            &format!("run it as JobSets of at most {MOST_POD_SETS} replicated jobs each"),
+            &format!("run it as JobSets of at most {most} replicated jobs each"),
         );
     }
     for pod_set in pod_sets {
@@ -61,25 +67,30 @@ mod tests {
             let jobset: crate::workload::Workload = serde_json::from_value(builder.build()).unwrap();
             jobset
         };
-        let check = |count: usize| {
+        let check = |count: usize, release: &str| {
             let jobset = jobset(count);
             let pod_sets = jobset.pod_sets(WorkloadKind::JobSet).unwrap();
-            check_workload_api(jobset_subject(&jobset), &pod_sets)
+            check_workload_api(jobset_subject(&jobset), &pod_sets, KueueVersion::parse(release).unwrap())
         };
-        assert!(check(MOST_POD_SETS).is_ok());
-        let denial = check(MOST_POD_SETS + 1).unwrap_err();
+        assert!(check(18, "v0.19.2").is_ok());
+        let denial = check(19, "v0.19.2").unwrap_err();
         assert_eq!(denial.reason, Reason::WorkloadRefused);
         assert!(
             denial.message.contains(
-                "would stay suspended forever: it has 19 replicated jobs, and a Kueue Workload holds at most 18 pod sets"
+                "would stay suspended forever: it has 19 replicated jobs, and a Kueue v0.19.2 Workload holds at most \
+                 18 pod sets"
             ),
             "{}",
             denial.message
         );
+        // The CRD's MaxItems by release.
+        assert!(check(10, "v0.18.2").is_ok() && check(11, "v0.18.5").is_err());
+        assert!(check(8, "v0.17.0").is_ok() && check(9, "v0.16.6").is_err() && check(9, "v0.12.10").is_err());
     }
 
     #[test]
     fn a_minimum_count_outside_one_to_count_is_refused() {
+        let v0_19 = KueueVersion::default();
         let job = |min: &str| {
             let job = testkit::JobBuilder::evalhub("team-a-namespace")
                 .queue("eval-queue")
@@ -88,7 +99,7 @@ mod tests {
                 .build();
             let job: crate::workload::Workload = serde_json::from_value(job).unwrap();
             let pod_sets = job.pod_sets(WorkloadKind::Job).unwrap();
-            check_workload_api(job_subject(&job), &pod_sets).map_err(|denial| denial.reason)
+            check_workload_api(job_subject(&job), &pod_sets, v0_19).map_err(|denial| denial.reason)
         };
         assert_eq!(job("1"), Ok(()));
         assert_eq!(job("4"), Ok(()));

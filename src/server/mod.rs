@@ -80,9 +80,6 @@ pub struct ServeArgs {
     #[arg(long, env = "EVAL_ADMISSION_CONFIRM_TIMEOUT", default_value = "2s",
           value_parser = duration::within(Duration::from_millis(10), Duration::from_secs(30)))]
     pub confirm_timeout: Duration,
-    /// Kueue's Configuration: the ConfigMap (namespace/name) Kueue's manager mounts.
-    #[arg(long, env = "EVAL_ADMISSION_KUEUE_CONFIG_MAP", default_value_t, value_parser = parse_config_map)]
-    pub kueue_config_map: watch::KueueConfigMap,
     /// Log format: auto (JSON unless on a terminal), json or text.
     #[arg(long, env = "EVAL_ADMISSION_LOG_FORMAT", value_enum, default_value = "auto")]
     pub log_format: LogFormat,
@@ -95,15 +92,6 @@ pub struct ServeArgs {
     /// Benchmark baseline: read each review, answer allowed, decide nothing.
     #[arg(long, hide = true)]
     pub noop: bool,
-}
-
-fn parse_config_map(text: &str) -> Result<watch::KueueConfigMap, String> {
-    match text.split_once('/') {
-        Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() && !name.contains('/') => {
-            Ok(watch::KueueConfigMap { namespace: namespace.to_string(), name: name.to_string() })
-        }
-        _ => Err(format!("'{text}' is not namespace/name")),
-    }
 }
 
 /// At least one small review and at most what the large-body pool holds.
@@ -152,14 +140,14 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
 
     let cluster = match &args.cluster {
         Some(path) => {
-            let state = state_file::load(path)?;
+            let state = state_file::load(path, &config.kueue)?;
             tracing::info!(file = %path.display(), objects = ?state.counts(), "serving from a cluster state file");
             Arc::new(ClusterCache::from_state(state))
         }
         None => {
             let client = kube::Client::try_default().await?;
-            let cache = Arc::new(ClusterCache::live(client.clone(), &watch::CORE_KINDS));
-            watch::start(client, cache.clone(), args.kueue_config_map.clone(), config.kueue_managed_owners.clone());
+            let cache = Arc::new(ClusterCache::live(client.clone(), &watch::CORE_KINDS, config.kueue.clone()));
+            watch::start(client, cache.clone(), config.kueue.clone(), config.kueue_managed_owners.clone());
             tracing::info!("watching the cluster");
             cache
         }

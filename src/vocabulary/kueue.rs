@@ -50,7 +50,176 @@ pub fn is_default_managed_owner(api_group: &str, kind: &str) -> bool {
     DEFAULT_MANAGED_OWNERS.contains(&(api_group, kind))
 }
 
-/// The most pod sets a Workload holds (v0.19.2 `apis/kueue/v1beta2/workload_types.go`,
-/// `+kubebuilder:validation:MaxItems=18` on `podSets`): the API server refuses
-/// a Workload with more, so a JobSet with more replicated jobs is never admitted.
-pub const MOST_POD_SETS: usize = 18;
+/// The most pod sets a Workload of this release holds
+/// (`apis/kueue/*/workload_types.go`, `+kubebuilder:validation:MaxItems` on
+/// `podSets`: 8 up to v0.17, 10 in v0.18, 18 from v0.19): the API server
+/// refuses a Workload with more, so a JobSet with more replicated jobs is never
+/// admitted.
+pub fn most_pod_sets(version: KueueVersion) -> usize {
+    if version.since(0, 19, 0) {
+        18
+    } else if version.since(0, 18, 0) {
+        10
+    } else {
+        8
+    }
+}
+
+/// A Kueue release, `v0.19.2`. The model's version-dependent rules compare
+/// against it; each cites the tags its behaviour holds for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KueueVersion {
+    pub major: u16,
+    pub minor: u16,
+    pub patch: u16,
+}
+
+impl KueueVersion {
+    pub const fn new(major: u16, minor: u16, patch: u16) -> Self {
+        Self { major, minor, patch }
+    }
+
+    /// The releases the model is written and judged for: the Red Hat build of
+    /// Kueue 1.1 pins v0.12.10, and v0.19.2 is the newest the judge builds.
+    pub const OLDEST_MODELLED: KueueVersion = KueueVersion::new(0, 12, 0);
+    pub const NEWEST_MODELLED: KueueVersion = KueueVersion::new(0, 19, 2);
+
+    /// `v0.19.2` or `0.19.2`; a pre-release or build suffix (`-rc.1`, `+abc`)
+    /// is read as its release.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let bare = text.strip_prefix('v').unwrap_or(text);
+        let release = bare.split(['-', '+']).next().unwrap_or_default();
+        let mut parts = release.split('.').map(|part| part.parse::<u16>().ok());
+        match (parts.next().flatten(), parts.next().flatten(), parts.next().flatten(), parts.next()) {
+            (Some(major), Some(minor), Some(patch), None) => Ok(Self::new(major, minor, patch)),
+            _ => Err(format!("'{text}' is not a Kueue release such as v0.19.2")),
+        }
+    }
+
+    /// Whether the model speaks for this release.
+    pub fn is_modelled(self) -> bool {
+        (Self::OLDEST_MODELLED..=Self::NEWEST_MODELLED).contains(&self)
+            || (self.major, self.minor) == (Self::NEWEST_MODELLED.major, Self::NEWEST_MODELLED.minor)
+    }
+
+    /// At or after `major.minor.patch`.
+    pub fn since(self, major: u16, minor: u16, patch: u16) -> bool {
+        self >= Self::new(major, minor, patch)
+    }
+}
+
+impl Default for KueueVersion {
+    fn default() -> Self {
+        Self::NEWEST_MODELLED
+    }
+}
+
+impl std::fmt::Display for KueueVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "v{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for KueueVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        KueueVersion::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Which Kueue runs the cluster and where: its release, its namespace (where
+/// its controller manager runs and its Configuration's ConfigMap lives), that
+/// ConfigMap's name, and who it acts as. Upstream's install is the default;
+/// the Red Hat build of Kueue runs in `openshift-kueue-operator`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct KueueInstall {
+    pub version: KueueVersion,
+    pub namespace: String,
+    pub config_map: String,
+    /// Who Kueue's writes come as (it unsuspends Jobs it admits). Unset: the
+    /// controller manager's service account in `namespace`.
+    pub controller_usernames: Option<Vec<String>>,
+}
+
+impl Default for KueueInstall {
+    fn default() -> Self {
+        Self {
+            version: KueueVersion::default(),
+            namespace: DEFAULT_NAMESPACE.to_string(),
+            config_map: CONFIG_MAP.to_string(),
+            controller_usernames: None,
+        }
+    }
+}
+
+impl KueueInstall {
+    /// `controllerUsernames`, or the controller manager's service account.
+    pub fn controller_usernames(&self) -> Vec<String> {
+        match &self.controller_usernames {
+            Some(names) => names.clone(),
+            None => vec![format!("system:serviceaccount:{}:{CONTROLLER_MANAGER}", self.namespace)],
+        }
+    }
+
+    pub fn is_controller(&self, username: &str) -> bool {
+        match &self.controller_usernames {
+            Some(names) => names.iter().any(|name| name == username),
+            None => {
+                username
+                    .strip_prefix("system:serviceaccount:")
+                    .and_then(|account| account.strip_prefix(self.namespace.as_str()))
+                    .and_then(|account| account.strip_prefix(':'))
+                    == Some(CONTROLLER_MANAGER)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_order_and_print() {
+        let v = |text| KueueVersion::parse(text).unwrap();
+        assert_eq!(v("v0.19.2"), KueueVersion::new(0, 19, 2));
+        assert_eq!(v("0.12.10").to_string(), "v0.12.10");
+        assert_eq!(v("v0.18.5-rc.1"), KueueVersion::new(0, 18, 5));
+        assert!(v("v0.12.10") < v("v0.14.8") && v("v0.18.5") < v("v0.19.1"), "numeric, not text, order");
+        assert!(v("v0.15.0").since(0, 15, 0) && !v("v0.14.8").since(0, 15, 0));
+        for bad in ["", "v0.19", "v0.19.2.1", "latest", "v0.x.1", "v0.19.99999"] {
+            assert!(KueueVersion::parse(bad).unwrap_err().contains("is not a Kueue release"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_model_speaks_for_v0_12_to_v0_19() {
+        let v = |text| KueueVersion::parse(text).unwrap();
+        assert!(v("v0.12.0").is_modelled() && v("v0.16.6").is_modelled() && v("v0.19.2").is_modelled());
+        assert!(v("v0.19.9").is_modelled(), "a later patch of the newest minor");
+        assert!(!v("v0.11.9").is_modelled() && !v("v0.20.0").is_modelled() && !v("v1.19.2").is_modelled());
+    }
+
+    #[test]
+    fn kueue_acts_as_its_service_account_unless_told_otherwise() {
+        let upstream = KueueInstall::default();
+        assert_eq!(upstream.controller_usernames(), ["system:serviceaccount:kueue-system:kueue-controller-manager"]);
+        let red_hat = KueueInstall { namespace: "openshift-kueue-operator".into(), ..KueueInstall::default() };
+        assert_eq!(
+            red_hat.controller_usernames(),
+            ["system:serviceaccount:openshift-kueue-operator:kueue-controller-manager"]
+        );
+        assert!(red_hat.is_controller("system:serviceaccount:openshift-kueue-operator:kueue-controller-manager"));
+        for other in [
+            "system:serviceaccount:kueue-system:kueue-controller-manager",
+            "system:serviceaccount:openshift-kueue-operator:kueue-controller-manager2",
+            "system:serviceaccount:openshift-kueue-operator-x:kueue-controller-manager",
+            "openshift-kueue-operator:kueue-controller-manager",
+        ] {
+            assert!(!red_hat.is_controller(other), "{other}");
+        }
+        let none = KueueInstall { controller_usernames: Some(Vec::new()), ..KueueInstall::default() };
+        assert!(none.controller_usernames().is_empty() && !none.is_controller(&upstream.controller_usernames()[0]));
+    }
+}

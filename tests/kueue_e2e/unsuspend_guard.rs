@@ -16,7 +16,7 @@ impl Drop for RestoreConfig<'_> {
 /// `kueue-e2e-controller`) and passes because the config names Kueue's
 /// identity; alice's does not. With the shipped default config (another
 /// identity), Kueue's own unsuspend is refused and the admitted Job stays
-/// suspended: kueueControllerUsernames must name the identity Kueue really runs as.
+/// suspended: kueue.controllerUsernames must name the identity Kueue really runs as.
 #[test]
 fn only_kueue_may_unsuspend_a_queued_evaluation() {
     let cluster = cluster();

@@ -17,8 +17,8 @@ pub(super) const MAX_TEXT_BYTES: usize = 1 << 20;
 /// The most problems the list repeats back.
 pub(super) const MAX_PROBLEMS: usize = 20;
 
-/// Kueue's `fromFile` and `Validate` for the text of the ConfigMap found in `namespace`.
-pub(super) fn decode(text: &str, namespace: &str) -> Result<KueueConfig, String> {
+/// Kueue's `fromFile` and `Validate` for the text of `kueue`'s ConfigMap.
+pub(super) fn decode(text: &str, kueue: &KueueInstall) -> Result<KueueConfig, String> {
     if text.len() > MAX_TEXT_BYTES {
         return Err(format!("Kueue Configuration: {} bytes, more than a ConfigMap can hold", text.len()));
     }
@@ -34,7 +34,7 @@ pub(super) fn decode(text: &str, namespace: &str) -> Result<KueueConfig, String>
         Value::Null => return Err("Kueue Configuration is empty".to_string()),
         other => return Err(format!("Kueue Configuration must be a mapping, found {}", describe(&other))),
     };
-    Parser { problems: Vec::new(), pods_ready_problems: Vec::new() }.configuration(&root, namespace)
+    Parser { problems: Vec::new(), pods_ready_problems: Vec::new() }.configuration(&root, kueue)
 }
 
 const V1BETA2_FIELDS: &[&str] = &[
@@ -119,7 +119,8 @@ impl Parser {
         }
     }
 
-    fn configuration(mut self, root: &Object, operator_namespace: &str) -> Result<KueueConfig, String> {
+    fn configuration(mut self, root: &Object, kueue: &KueueInstall) -> Result<KueueConfig, String> {
+        let operator_namespace = kueue.namespace.as_str();
         let api_version = match string(root, "apiVersion", "apiVersion")? {
             Some(v) if v == ApiVersion::V1beta1.as_str() => ApiVersion::V1beta1,
             Some(v) if v == ApiVersion::V1beta2.as_str() => ApiVersion::V1beta2,
@@ -139,6 +140,14 @@ impl Parser {
             None => return Err("kind: missing (Configuration)".to_string()),
         }
         let v1beta1 = api_version == ApiVersion::V1beta1;
+        // apis/config/v1beta2 arrives in v0.15.0; before, the scheme knows v1beta1 only.
+        if !v1beta1 && !kueue.version.since(0, 15, 0) {
+            self.problem(format!(
+                "apiVersion: Kueue {} reads only {} (v1beta2 arrives in v0.15.0)",
+                kueue.version,
+                ApiVersion::V1beta1.as_str()
+            ));
+        }
         self.unknown_fields(root, if v1beta1 { V1BETA1_FIELDS } else { V1BETA2_FIELDS }, "");
 
         // cfg.Namespace = cmp.Or(cfg.Namespace, getOperatorNamespace()): only an
@@ -153,10 +162,13 @@ impl Parser {
         };
 
         let (frameworks, external_frameworks) = self.integrations(root, v1beta1)?;
-        let wait_for_pods_ready =
-            if v1beta1 { self.wait_for_pods_ready_v1beta1(root)? } else { self.wait_for_pods_ready_v1beta2(root)? };
+        let wait_for_pods_ready = if v1beta1 {
+            self.wait_for_pods_ready_v1beta1(root)?
+        } else {
+            self.wait_for_pods_ready_v1beta2(root, kueue.version)?
+        };
         let fair_sharing = self.fair_sharing(root, v1beta1)?;
-        let (resources, quota_check_strategy) = self.resources(root)?;
+        let (resources, quota_check_strategy) = self.resources(root, v1beta1, kueue.version)?;
         let feature_gates = match present(root, "featureGates") {
             None => BTreeMap::new(),
             Some(value) => {
@@ -175,7 +187,12 @@ impl Parser {
         };
 
         let mut config = KueueConfig {
-            source: ConfigSource::ConfigMap { namespace: operator_namespace.to_string(), api_version },
+            version: kueue.version,
+            source: ConfigSource::ConfigMap {
+                namespace: operator_namespace.to_string(),
+                name: kueue.config_map.clone(),
+                api_version,
+            },
             namespace,
             manage_jobs_without_queue_name,
             managed_jobs_namespace_selector,
@@ -234,12 +251,21 @@ impl Parser {
 
     /// apis/config/v1beta2/defaults.go: always present, timeout 30m when 0,
     /// blockAdmission false, recoveryTimeout = timeout.
-    fn wait_for_pods_ready_v1beta2(&mut self, root: &Object) -> Result<Option<WaitForPodsReady>, String> {
+    /// v0.19's apis/config/v1beta2/defaults.go makes an absent section `{}` and
+    /// a zero timeout 30m; v0.15 to v0.18 leave an absent section off and a
+    /// zero timeout zero, which `validateWaitForPodsReady` refuses.
+    fn wait_for_pods_ready_v1beta2(
+        &mut self,
+        root: &Object,
+        version: KueueVersion,
+    ) -> Result<Option<WaitForPodsReady>, String> {
         const PATH: &str = "waitForPodsReady";
+        let defaults_on = version.since(0, 19, 0);
         let empty = Object::new();
         let fields = match present(root, PATH) {
             Some(value) => object(value, PATH)?,
-            None => &empty,
+            None if defaults_on => &empty,
+            None => return Ok(None),
         };
         self.unknown_fields(fields, &["timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"], PATH);
         // `Timeout metav1.Duration` is not a pointer: a null reaches
@@ -248,8 +274,11 @@ impl Parser {
             None => 0,
             Some(value) => self.duration_value(value, "waitForPodsReady.timeout")?,
         };
-        let timeout = if timeout == 0 {
+        let timeout = if timeout == 0 && defaults_on {
             V1BETA2_PODS_READY_TIMEOUT
+        } else if timeout == 0 {
+            self.pods_ready_problem("waitForPodsReady.timeout: must be specified (it is 0s)".to_string());
+            Duration::ZERO
         } else {
             self.non_negative(timeout, "waitForPodsReady.timeout")
         };
@@ -355,11 +384,25 @@ impl Parser {
 
     /// `resources`: exclusions, transformations (strategy defaulted to
     /// Retain, `SetDefaults_Configuration`) and the quota check strategy;
-    /// `deviceClassMappings` (DRA) is read past.
-    fn resources(&mut self, root: &Object) -> Result<(ResourceSettings, Option<String>), String> {
+    /// `deviceClassMappings` (DRA) is read past. The fields arrive by release
+    /// (apis/config/*/configuration_types.go `Resources`): deviceClassMappings
+    /// in v0.14, multiplyBy in v0.16, quotaCheckStrategy in v0.18 and in
+    /// v1beta2 only; before, Kueue's strict decoding refuses them.
+    fn resources(
+        &mut self,
+        root: &Object,
+        v1beta1: bool,
+        version: KueueVersion,
+    ) -> Result<(ResourceSettings, Option<String>), String> {
         let Some(value) = present(root, "resources") else { return Ok((ResourceSettings::default(), None)) };
         let fields = object(value, "resources")?;
-        let known = ["quotaCheckStrategy", "excludeResourcePrefixes", "transformations", "deviceClassMappings"];
+        let mut known = vec!["excludeResourcePrefixes", "transformations"];
+        if version.since(0, 14, 0) {
+            known.push("deviceClassMappings");
+        }
+        if version.since(0, 18, 0) && !v1beta1 {
+            known.push("quotaCheckStrategy");
+        }
         self.unknown_fields(fields, &known, "resources");
         let quota_check_strategy = string(fields, "quotaCheckStrategy", "resources.quotaCheckStrategy")?;
         let exclude_prefixes = strings(fields, "excludeResourcePrefixes", "resources.excludeResourcePrefixes")?;
@@ -372,7 +415,12 @@ impl Parser {
         for (index, item) in items.iter().enumerate() {
             let path = format!("resources.transformations[{index}]");
             let item = object(item, &path)?;
-            self.unknown_fields(item, &["input", "strategy", "multiplyBy", "outputs"], &path);
+            let item_fields: &[&str] = if version.since(0, 16, 0) {
+                &["input", "strategy", "multiplyBy", "outputs"]
+            } else {
+                &["input", "strategy", "outputs"]
+            };
+            self.unknown_fields(item, item_fields, &path);
             let input = string(item, "input", &format!("{path}.input"))?.unwrap_or_default();
             // validateResourceTransformations: Retain or Replace.
             let replace = match string(item, "strategy", &format!("{path}.strategy"))?.as_deref() {

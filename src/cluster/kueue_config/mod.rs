@@ -36,7 +36,7 @@ use super::selector::{LabelSelector, LabelSelectorRequirement, Operator};
 mod decode;
 mod validate;
 use crate::vocabulary::go_duration::go_duration;
-use crate::vocabulary::kueue::{CONFIG_MAP, DEFAULT_NAMESPACE, NAMESPACE_NAME_LABEL};
+use crate::vocabulary::kueue::{KueueInstall, KueueVersion, NAMESPACE_NAME_LABEL};
 use crate::vocabulary::text::{echo, listed};
 pub use crate::workload::{ResourceSettings, Transformation};
 
@@ -44,6 +44,13 @@ pub use crate::workload::{ResourceSettings, Transformation};
 pub const DEFAULT_FRAMEWORK: &str = "batch/job";
 /// Feature gate that turns waitForPodsReady off (alpha, default false, in 0.19).
 pub const DISABLE_WAIT_FOR_PODS_READY_GATE: &str = "DisableWaitForPodsReady";
+/// Feature gate under which managedJobsNamespaceSelector also applies to jobs
+/// with a queue-name label.
+pub const ALWAYS_RESPECT_NAMESPACE_SELECTOR_GATE: &str = "ManagedJobsNamespaceSelectorAlwaysRespected";
+/// Feature gate under which Kueue's webhooks label a job with the LocalQueue `default`.
+pub const LOCAL_QUEUE_DEFAULTING_GATE: &str = "LocalQueueDefaulting";
+/// Feature gate under which `resources.quotaCheckStrategy` is honoured.
+pub const QUOTA_CHECK_STRATEGY_GATE: &str = "QuotaCheckStrategy";
 
 /// `DefaultWaitForPodsReadyTimeout` (v1beta2).
 pub const V1BETA2_PODS_READY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -116,8 +123,8 @@ pub enum ConfigSource {
     ReleaseDefaults,
     /// The ConfigMap the v0.19.2 release manifests and Helm chart install.
     ReleaseManifest,
-    /// Parsed from the ConfigMap found in `namespace`.
-    ConfigMap { namespace: String, api_version: ApiVersion },
+    /// Parsed from the ConfigMap `namespace/name`.
+    ConfigMap { namespace: String, name: String, api_version: ApiVersion },
 }
 
 /// `waitForPodsReady` after defaulting. Present means configured;
@@ -174,6 +181,9 @@ pub struct FairSharing {
 /// The Kueue Configuration fields an admission webhook needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KueueConfig {
+    /// The Kueue release that reads it (the config's `kueue.version`): its
+    /// defaults, its validation, its feature gates' defaults.
+    pub version: KueueVersion,
     pub source: ConfigSource,
     /// `namespace`: where Kueue runs. Defaults to the Kueue pod's own
     /// namespace (`getOperatorNamespace`), which is where its ConfigMap is.
@@ -202,22 +212,27 @@ pub struct KueueConfig {
 }
 
 impl Default for KueueConfig {
-    /// Kueue v0.19.2 with no Configuration file: `config.Load(scheme, "")`.
+    /// Kueue v0.19.2 in kueue-system with no Configuration file: `config.Load(scheme, "")`.
     fn default() -> Self {
-        KueueConfig::defaults_for(ConfigSource::ReleaseDefaults, DEFAULT_NAMESPACE)
+        KueueConfig::defaults_for(ConfigSource::ReleaseDefaults, &KueueInstall::default())
     }
 }
 
 impl KueueConfig {
-    fn defaults_for(source: ConfigSource, namespace: &str) -> Self {
+    fn defaults_for(source: ConfigSource, kueue: &KueueInstall) -> Self {
         KueueConfig {
+            version: kueue.version,
             source,
-            namespace: namespace.to_string(),
+            namespace: kueue.namespace.clone(),
             manage_jobs_without_queue_name: false,
-            managed_jobs_namespace_selector: default_managed_jobs_selector(namespace),
+            managed_jobs_namespace_selector: default_managed_jobs_selector(&kueue.namespace),
             frameworks: vec![DEFAULT_FRAMEWORK.to_string()],
             external_frameworks: Vec::new(),
-            wait_for_pods_ready: Some(WaitForPodsReady::defaults(V1BETA2_PODS_READY_TIMEOUT, false)),
+            // v0.19's v1beta2 defaulting turns it on; before, it is off without a section.
+            wait_for_pods_ready: kueue
+                .version
+                .since(0, 19, 0)
+                .then(|| WaitForPodsReady::defaults(V1BETA2_PODS_READY_TIMEOUT, false)),
             fair_sharing: None,
             resources: ResourceSettings::default(),
             quota_check_strategy: None,
@@ -229,23 +244,23 @@ impl KueueConfig {
     /// What a cluster installed from the v0.19.2 release manifests or Helm
     /// chart runs with, its ConfigMap unchanged: the defaults plus the
     /// [`RELEASE_MANIFEST_FRAMEWORKS`].
-    pub fn release_manifest() -> Self {
+    pub fn release_manifest(kueue: &KueueInstall) -> Self {
         KueueConfig {
             frameworks: RELEASE_MANIFEST_FRAMEWORKS.iter().map(|f| f.to_string()).collect(),
-            ..KueueConfig::defaults_for(ConfigSource::ReleaseManifest, DEFAULT_NAMESPACE)
+            ..KueueConfig::defaults_for(ConfigSource::ReleaseManifest, kueue)
         }
     }
 
-    /// Parses the text of data."controller_manager_config.yaml", the ConfigMap
-    /// being in `kueue-system`.
+    /// Parses the text of data."controller_manager_config.yaml" of upstream
+    /// v0.19.2's ConfigMap, in `kueue-system`.
     pub fn parse(text: &str) -> Result<KueueConfig, String> {
-        KueueConfig::parse_in_namespace(text, DEFAULT_NAMESPACE)
+        KueueConfig::parse_for(text, &KueueInstall::default())
     }
 
-    /// Parses the text of the ConfigMap found in `namespace`: Kueue mounts its
-    /// own namespace's ConfigMap, so that is the namespace it defaults to.
-    pub fn parse_in_namespace(text: &str, namespace: &str) -> Result<KueueConfig, String> {
-        decode::decode(text, namespace)
+    /// Parses the text of `kueue`'s ConfigMap: Kueue mounts its own
+    /// namespace's ConfigMap, so that is the namespace it defaults to.
+    pub fn parse_for(text: &str, kueue: &KueueInstall) -> Result<KueueConfig, String> {
+        decode::decode(text, kueue)
     }
 
     /// Whether Kueue manages this integration (`integrations.frameworks` or
@@ -260,9 +275,9 @@ impl KueueConfig {
     }
 
     /// pkg/util/waitforpodsready `Enabled`: configured, and the
-    /// DisableWaitForPodsReady gate (as far as the file shows) off.
+    /// DisableWaitForPodsReady gate (v0.19 on; as far as the file shows) off.
     pub fn wait_for_pods_ready_enabled(&self) -> bool {
-        self.wait_for_pods_ready.is_some() && !self.feature_gate(DISABLE_WAIT_FOR_PODS_READY_GATE)
+        self.wait_for_pods_ready.is_some() && !self.gate(DISABLE_WAIT_FOR_PODS_READY_GATE)
     }
 
     /// The waitForPodsReady settings in effect, if it is enabled.
@@ -275,18 +290,19 @@ impl KueueConfig {
         self.fair_sharing.is_some()
     }
 
-    /// `quotaCheckStrategy: IgnoreUndeclared` with its gate on (beta, on by
-    /// default in v0.19): a resource no group of the ClusterQueue covers is
-    /// left out of the quota check (cmd/kueue `quotaCheckStrategy`,
-    /// flavorassigner `IgnoreUndeclaredResources`).
+    /// `quotaCheckStrategy: IgnoreUndeclared` with its gate on (alpha, off,
+    /// in v0.18; beta, on, from v0.19): a resource no group of the
+    /// ClusterQueue covers is left out of the quota check (cmd/kueue
+    /// `quotaCheckStrategy`, flavorassigner `IgnoreUndeclaredResources`).
     pub fn ignores_undeclared_resources(&self) -> bool {
-        self.feature_gates.get("QuotaCheckStrategy").copied().unwrap_or(true)
-            && self.quota_check_strategy.as_deref() == Some("IgnoreUndeclared")
+        self.gate(QUOTA_CHECK_STRATEGY_GATE) && self.quota_check_strategy.as_deref() == Some("IgnoreUndeclared")
     }
 
-    /// A gate as set in the file's `featureGates` (false when not set).
-    pub fn feature_gate(&self, name: &str) -> bool {
-        self.feature_gates.get(name).copied().unwrap_or(false)
+    /// A gate as the file's `featureGates` sets it, else its default in this
+    /// release. Gates may also come from the `--feature-gates` flag, which a
+    /// ConfigMap does not show.
+    pub fn gate(&self, name: &str) -> bool {
+        self.feature_gates.get(name).copied().unwrap_or_else(|| gate_default(self.version, name))
     }
 
     /// Whether the namespace (by its labels, which include
@@ -295,22 +311,46 @@ impl KueueConfig {
         self.managed_jobs_namespace_selector.matches(namespace_labels)
     }
 
+    /// Whether Kueue's job reconciler takes up a job with a queue-name label in
+    /// this namespace (pkg/controller/jobframework/reconciler.go
+    /// `ReconcileGenericJob`): under ManagedJobsNamespaceSelectorAlwaysRespected
+    /// (on from v0.15, locked on in v0.19) only where managedJobsNamespaceSelector
+    /// selects; before, the selector applies to unlabelled jobs only, so a
+    /// labelled job is managed in any namespace.
+    pub fn manages_labelled_jobs_in(&self, namespace_labels: &BTreeMap<String, String>) -> bool {
+        !self.gate(ALWAYS_RESPECT_NAMESPACE_SELECTOR_GATE) || self.manages_namespace(namespace_labels)
+    }
+
+    /// Whether Kueue's Job and JobSet webhooks give a new job with no
+    /// queue-name label the namespace's LocalQueue `default`, when one exists
+    /// (jobframework `ApplyDefaultLocalQueue`, gate LocalQueueDefaulting). From
+    /// v0.18.5 and v0.19.1 only where managedJobsNamespaceSelector selects the
+    /// namespace (`ApplyDefaultLocalQueueWithManagedJobsNamespaceSelector`,
+    /// Kueue #13374); in v0.19.0 and up to v0.18.4, in any namespace.
+    pub fn defaults_local_queue_in(&self, namespace_labels: &BTreeMap<String, String>) -> bool {
+        let v = self.version;
+        let respects_selector = v.since(0, 19, 1) || (v.since(0, 18, 5) && !v.since(0, 19, 0));
+        self.gate(LOCAL_QUEUE_DEFAULTING_GATE) && (!respects_selector || self.manages_namespace(namespace_labels))
+    }
+
     /// Whether Kueue's job reconciler takes up a top-level job of `framework`
     /// (creates its Workload, and so may ever unsuspend it):
     /// pkg/controller/jobframework/reconciler.go `ReconcileGenericJob` skips a
-    /// job whose namespace does not match managedJobsNamespaceSelector, WITH
-    /// or without a queue-name label, then one without the label unless
-    /// manageJobsWithoutQueueName. (The v1beta2 field comment promises
-    /// queue-labelled jobs are always managed; the v0.19.2 code does not.)
+    /// job whose namespace does not match managedJobsNamespaceSelector (a
+    /// labelled one only under the gate, see [`Self::manages_labelled_jobs_in`]),
+    /// then one without the label unless manageJobsWithoutQueueName.
     pub fn reconciles_job(
         &self,
         framework: &str,
         namespace_labels: &BTreeMap<String, String>,
         has_queue_name: bool,
     ) -> bool {
-        self.framework_enabled(framework)
-            && self.manages_namespace(namespace_labels)
-            && (has_queue_name || self.manage_jobs_without_queue_name)
+        let namespace_ok = if has_queue_name {
+            self.manages_labelled_jobs_in(namespace_labels)
+        } else {
+            self.manages_namespace(namespace_labels)
+        };
+        self.framework_enabled(framework) && namespace_ok && (has_queue_name || self.manage_jobs_without_queue_name)
     }
 
     /// Whether Kueue's mutating webhook suspends a new top-level job of
@@ -335,11 +375,18 @@ impl KueueConfig {
         let mut out = String::from("Kueue Configuration: ");
         match &self.source {
             ConfigSource::ReleaseDefaults => {
-                let _ = write!(out, "release defaults (no {CONFIG_MAP} found)");
+                let _ = write!(out, "Kueue {}'s defaults (no ConfigMap)", self.version);
             }
-            ConfigSource::ReleaseManifest => out.push_str("the release manifests' ConfigMap (assumed, not read)"),
-            ConfigSource::ConfigMap { namespace, api_version } => {
-                let _ = write!(out, "from ConfigMap {namespace}/{CONFIG_MAP} ({})", api_version.as_str());
+            ConfigSource::ReleaseManifest => {
+                let _ = write!(out, "the Kueue {} release manifests' ConfigMap (assumed, not read)", self.version);
+            }
+            ConfigSource::ConfigMap { namespace, name, api_version } => {
+                let _ = write!(
+                    out,
+                    "from ConfigMap {namespace}/{name} ({}, read as Kueue {})",
+                    api_version.as_str(),
+                    self.version
+                );
             }
         }
         let _ = write!(out, "; frameworks: {}", listed(&self.frameworks));
@@ -386,12 +433,28 @@ impl KueueConfig {
         if !self.startup_errors.is_empty() {
             let _ = write!(
                 out,
-                "; Kueue v0.19.2 would not start with this Configuration (a running Kueue may still use the one \
-                 it started with): {}",
+                "; Kueue {} would not start with this Configuration (a running Kueue may still use the one it \
+                 started with): {}",
+                self.version,
                 self.startup_errors.join("; ")
             );
         }
         out
+    }
+}
+
+/// The gates whose defaults the rules depend on, by release
+/// (pkg/features/kube_features.go, `defaultVersionedFeatureGates`: the last
+/// spec at or below the release). Any other gate is off unless set.
+fn gate_default(version: KueueVersion, name: &str) -> bool {
+    match name {
+        // alpha, off, 0.13; beta, on, 0.15; GA, locked on, 0.19.
+        ALWAYS_RESPECT_NAMESPACE_SELECTOR_GATE => version.since(0, 15, 0),
+        // beta, on, 0.12; GA, locked on, 0.17; removed in 0.19 (always on).
+        LOCAL_QUEUE_DEFAULTING_GATE => true,
+        // alpha, off, 0.18; beta, on, 0.19.
+        QUOTA_CHECK_STRATEGY_GATE => version.since(0, 19, 0),
+        _ => false,
     }
 }
 
@@ -431,6 +494,97 @@ mod tests {
         KueueConfig::parse(&format!("{header}{body}")).unwrap_or_else(|error| panic!("{error}"))
     }
 
+    /// Kueue `release` in kueue-system.
+    fn kueue(release: &str) -> KueueInstall {
+        KueueInstall { version: KueueVersion::parse(release).unwrap(), ..KueueInstall::default() }
+    }
+
+    fn parse_as(release: &str, body: &str, header: &str) -> KueueConfig {
+        KueueConfig::parse_for(&format!("{header}{body}"), &kueue(release)).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    #[test]
+    fn a_labelled_job_outside_the_selector_is_managed_before_v0_15() {
+        // ReconcileGenericJob: the selector applies to labelled jobs only under
+        // ManagedJobsNamespaceSelectorAlwaysRespected (alpha off in v0.13/v0.14, beta on from v0.15).
+        let outside = ns_with("team-a", "team", "a");
+        let selector = "managedJobsNamespaceSelector: {matchLabels: {kueue-managed: \"true\"}}\n";
+        for (release, managed) in [("v0.12.10", true), ("v0.14.8", true), ("v0.16.6", false), ("v0.19.2", false)] {
+            let config = parse_as(release, selector, V1BETA1);
+            assert_eq!(config.manages_labelled_jobs_in(&outside), managed, "{release}");
+            assert_eq!(config.reconciles_job("batch/job", &outside, true), managed, "{release}");
+            assert!(!config.reconciles_job("batch/job", &outside, false), "{release}: unlabelled, never");
+        }
+        let gated = format!("{selector}featureGates: {{ManagedJobsNamespaceSelectorAlwaysRespected: true}}\n");
+        assert!(!parse_as("v0.14.8", &gated, V1BETA1).manages_labelled_jobs_in(&outside), "turned on in v0.14");
+        let off = format!("{selector}featureGates: {{ManagedJobsNamespaceSelectorAlwaysRespected: false}}\n");
+        let config = parse_as("v0.18.5", &off, V1BETA1);
+        assert!(config.manages_labelled_jobs_in(&outside) && config.startup_errors.is_empty(), "turned off in v0.18");
+        let config = parse_as("v0.19.2", &off, V1BETA1);
+        assert_eq!(
+            config.startup_errors,
+            ["featureGates.\"ManagedJobsNamespaceSelectorAlwaysRespected\": locked to true in Kueue v0.19.2"]
+        );
+    }
+
+    #[test]
+    fn the_default_local_queue_respects_the_selector_from_v0_18_5_and_v0_19_1() {
+        // Kueue #13374: ApplyDefaultLocalQueueWithManagedJobsNamespaceSelector.
+        let selector = "managedJobsNamespaceSelector: {matchLabels: {kueue-managed: \"true\"}}\n";
+        let (inside, outside) = (ns_with("team-a", "kueue-managed", "true"), ns("team-b"));
+        for (release, outside_too) in
+            [("v0.12.10", true), ("v0.18.2", true), ("v0.18.5", false), ("v0.19.0", true), ("v0.19.1", false)]
+        {
+            let config = parse_as(release, selector, V1BETA1);
+            assert!(config.defaults_local_queue_in(&inside), "{release}");
+            assert_eq!(config.defaults_local_queue_in(&outside), outside_too, "{release}");
+        }
+        let off = parse_as("v0.16.6", "featureGates: {LocalQueueDefaulting: false}\n", V1BETA1);
+        assert!(!off.defaults_local_queue_in(&inside) && off.startup_errors.is_empty());
+        let locked = parse_as("v0.17.0", "featureGates: {LocalQueueDefaulting: false}\n", V1BETA1);
+        assert!(locked.startup_errors[0].contains("locked to true in Kueue v0.17.0"), "{:?}", locked.startup_errors);
+    }
+
+    #[test]
+    fn wait_for_pods_ready_is_on_by_default_only_from_v0_19() {
+        for release in ["v0.16.6", "v0.18.5"] {
+            assert!(KueueConfig::release_manifest(&kueue(release)).wait_for_pods_ready.is_none(), "{release}");
+            assert!(parse_as(release, "", V1BETA2).wait_for_pods_ready.is_none(), "{release}: no section, off");
+            // A section turns it on, and v0.15..v0.18 give its timeout no default.
+            let empty = parse_as(release, "waitForPodsReady: {}\n", V1BETA2);
+            assert!(empty.wait_for_pods_ready_enabled());
+            assert_eq!(empty.startup_errors, ["waitForPodsReady.timeout: must be specified (it is 0s)"], "{release}");
+        }
+        let v0_19 = parse_as("v0.19.2", "waitForPodsReady: {}\n", V1BETA2);
+        assert_eq!(v0_19.wait_for_pods_ready.unwrap().timeout, V1BETA2_PODS_READY_TIMEOUT);
+        assert!(KueueConfig::release_manifest(&kueue("v0.19.2")).wait_for_pods_ready.is_some());
+    }
+
+    #[test]
+    fn fields_and_api_versions_arrive_by_release() {
+        let v0_14 = parse_as("v0.14.8", "", V1BETA2);
+        assert!(v0_14.startup_errors[0].contains("Kueue v0.14.8 reads only config.kueue.x-k8s.io/v1beta1"));
+        assert!(parse_as("v0.15.0", "", V1BETA2).startup_errors.is_empty());
+        let strategy = "resources: {quotaCheckStrategy: IgnoreUndeclared}\n";
+        let v0_16 = parse_as("v0.16.6", strategy, V1BETA2);
+        assert!(v0_16.startup_errors[0].contains("quotaCheckStrategy\": unknown field"), "{:?}", v0_16.startup_errors);
+        // v0.18: the field exists but its gate is alpha, off.
+        let v0_18 = parse_as("v0.18.5", strategy, V1BETA2);
+        assert!(v0_18.startup_errors.is_empty() && !v0_18.ignores_undeclared_resources());
+        let gated = parse_as("v0.18.5", &format!("{strategy}featureGates: {{QuotaCheckStrategy: true}}\n"), V1BETA2);
+        assert!(gated.ignores_undeclared_resources());
+        assert!(parse_as("v0.19.2", strategy, V1BETA2).ignores_undeclared_resources());
+        assert!(!parse_as("v0.19.2", strategy, V1BETA1).startup_errors.is_empty(), "v1beta2 only");
+        let multiply = "resources: {transformations: [{input: nvidia.com/mig-1g.5gb, multiplyBy: \"2\"}]}\n";
+        assert!(!parse_as("v0.14.8", multiply, V1BETA1).startup_errors.is_empty());
+        assert!(parse_as("v0.16.6", multiply, V1BETA1).startup_errors.is_empty());
+        let disable = parse_as("v0.18.5", "featureGates: {DisableWaitForPodsReady: true}\n", V1BETA1);
+        assert_eq!(
+            disable.startup_errors,
+            ["featureGates.\"DisableWaitForPodsReady\": Kueue v0.18.5 has no such feature gate"]
+        );
+    }
+
     #[test]
     fn release_defaults() {
         let config = KueueConfig::default();
@@ -462,10 +616,7 @@ mod tests {
         assert!(!config.manages_namespace(&ns("kube-system")));
         assert!(!config.manages_namespace(&ns("kueue-system")));
         let summary = config.summary();
-        assert!(
-            summary.starts_with("Kueue Configuration: release defaults (no kueue-manager-config found)"),
-            "{summary}"
-        );
+        assert!(summary.starts_with("Kueue Configuration: Kueue v0.19.2's defaults (no ConfigMap)"), "{summary}");
         assert!(summary.contains("waitForPodsReady: on (timeout 30m0s, recoveryTimeout 30m0s"), "{summary}");
         assert!(summary.contains("fairSharing: off"), "{summary}");
     }
@@ -475,7 +626,11 @@ mod tests {
         let config = parse("", V1BETA2);
         assert_eq!(
             config.source,
-            ConfigSource::ConfigMap { namespace: "kueue-system".into(), api_version: ApiVersion::V1beta2 }
+            ConfigSource::ConfigMap {
+                namespace: "kueue-system".into(),
+                name: "kueue-manager-config".into(),
+                api_version: ApiVersion::V1beta2
+            }
         );
         assert_eq!(KueueConfig { source: ConfigSource::ReleaseDefaults, ..config }, KueueConfig::default());
     }
@@ -494,8 +649,12 @@ mod tests {
                     - \"deployment\"\n  - \"statefulset\"\n  - \"leaderworkerset.x-k8s.io/leaderworkerset\"\n";
         let config = KueueConfig::parse(text).unwrap();
         assert!(config.startup_errors.is_empty(), "{:?}", config.startup_errors);
-        assert_eq!(KueueConfig { source: ConfigSource::ReleaseManifest, ..config }, KueueConfig::release_manifest());
-        assert!(KueueConfig::release_manifest().framework_enabled("jobset.x-k8s.io/jobset"));
+        let upstream = KueueInstall::default();
+        assert_eq!(
+            KueueConfig { source: ConfigSource::ReleaseManifest, ..config },
+            KueueConfig::release_manifest(&upstream)
+        );
+        assert!(KueueConfig::release_manifest(&upstream).framework_enabled("jobset.x-k8s.io/jobset"));
     }
 
     #[test]
@@ -525,11 +684,11 @@ mod tests {
             config.fair_sharing.as_ref().unwrap().preemption_strategies,
             ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
         );
-        assert!(config.feature_gate("TopologyAwareScheduling"));
+        assert!(config.gate("TopologyAwareScheduling"));
         assert_eq!(config.startup_errors.len(), 1, "{:?}", config.startup_errors);
         assert!(config.startup_errors[0].contains("\"unknownThing\": unknown field"));
         let summary = config.summary();
-        assert!(summary.contains("from ConfigMap kueue-system/kueue-manager-config (config.kueue.x-k8s.io/v1beta2)"));
+        assert!(summary.contains("from ConfigMap kueue-system/kueue-manager-config (config.kueue.x-k8s.io/v1beta2, read as Kueue v0.19.2)"), "{summary}");
         assert!(summary.contains("would not start"), "{summary}");
     }
 
@@ -608,16 +767,18 @@ mod tests {
 
     #[test]
     fn namespace_selector_defaults_follow_the_namespace() {
-        let config = KueueConfig::parse_in_namespace(V1BETA2, "kueue").unwrap();
+        let elsewhere =
+            KueueInstall { namespace: "kueue".into(), config_map: "config".into(), ..KueueInstall::default() };
+        let config = KueueConfig::parse_for(V1BETA2, &elsewhere).unwrap();
         assert_eq!(config.namespace, "kueue");
         assert_eq!(
             config.managed_jobs_namespace_selector.to_string(),
             "kubernetes.io/metadata.name notin (kube-system,kueue)"
         );
         assert!(config.manages_namespace(&ns("kueue-system")));
-        assert!(config.summary().contains("from ConfigMap kueue/kueue-manager-config"));
+        assert!(config.summary().contains("from ConfigMap kueue/config"), "{}", config.summary());
         // an explicit namespace wins over where the ConfigMap is
-        let explicit = KueueConfig::parse_in_namespace(&format!("{V1BETA2}namespace: other\n"), "kueue").unwrap();
+        let explicit = KueueConfig::parse_for(&format!("{V1BETA2}namespace: other\n"), &elsewhere).unwrap();
         assert!(!explicit.manages_namespace(&ns("other")));
         // the default applies even when manageJobsWithoutQueueName is false (it is)
         assert!(!parse("manageJobsWithoutQueueName: false\n", V1BETA1).manages_namespace(&ns("kube-system")));

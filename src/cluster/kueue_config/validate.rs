@@ -4,8 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::decode::Parser;
-use super::{BUILT_IN_FRAMEWORKS, KueueConfig};
-use crate::vocabulary::kueue::NAMESPACE_NAME_LABEL;
+use super::{
+    ALWAYS_RESPECT_NAMESPACE_SELECTOR_GATE, BUILT_IN_FRAMEWORKS, DISABLE_WAIT_FOR_PODS_READY_GATE, KueueConfig,
+    LOCAL_QUEUE_DEFAULTING_GATE, QUOTA_CHECK_STRATEGY_GATE,
+};
+use crate::vocabulary::kueue::{KueueVersion, NAMESPACE_NAME_LABEL};
 use crate::vocabulary::text::{echo, echo_long, listed};
 
 /// The valid `fairSharing.preemptionStrategies` lists (`validStrategySets`).
@@ -15,9 +18,32 @@ const VALID_PREEMPTION_STRATEGIES: [&[&str]; 3] = [
     &["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
 ];
 
+/// Why this release refuses a gate setting, for the gates the rules read
+/// (pkg/features/kube_features.go per release); other gates are not checked.
+fn gate_refused(version: KueueVersion, name: &str, on: bool) -> Option<String> {
+    let unknown = || Some(format!("Kueue {version} has no such feature gate"));
+    let locked = |default: bool| (on != default).then(|| format!("locked to {default} in Kueue {version}"));
+    match name {
+        ALWAYS_RESPECT_NAMESPACE_SELECTOR_GATE if !version.since(0, 13, 0) => unknown(),
+        ALWAYS_RESPECT_NAMESPACE_SELECTOR_GATE if version.since(0, 19, 0) => locked(true),
+        LOCAL_QUEUE_DEFAULTING_GATE if version.since(0, 19, 0) => unknown(),
+        LOCAL_QUEUE_DEFAULTING_GATE if version.since(0, 17, 0) => locked(true),
+        QUOTA_CHECK_STRATEGY_GATE if !version.since(0, 18, 0) => unknown(),
+        DISABLE_WAIT_FOR_PODS_READY_GATE if !version.since(0, 19, 0) => unknown(),
+        _ => None,
+    }
+}
+
 impl Parser {
     /// pkg/config/validation.go `Validate`, for the fields read here.
     pub(super) fn validate(&mut self, config: &KueueConfig) {
+        // config.LoadAndValidateFeatureGates: a gate the release does not
+        // know, or a locked one set against its default, stops Kueue.
+        for (name, on) in &config.feature_gates {
+            if let Some(why) = gate_refused(config.version, name, *on) {
+                self.problem(format!("featureGates.{}: {why}", echo(name)));
+            }
+        }
         // validateResourceTransformations: one transformation per input.
         let mut inputs: Vec<&str> = Vec::new();
         for (index, transformation) in config.resources.transformations.iter().enumerate() {
@@ -31,7 +57,7 @@ impl Parser {
         }
         // validateQuotaCheckStrategy, with its gate on.
         if let Some(strategy) = &config.quota_check_strategy
-            && config.feature_gates.get("QuotaCheckStrategy").copied().unwrap_or(true)
+            && config.gate(QUOTA_CHECK_STRATEGY_GATE)
         {
             if strategy == "IgnoreUndeclared" && !config.resources.exclude_prefixes.is_empty() {
                 self.problem(

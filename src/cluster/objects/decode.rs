@@ -12,7 +12,7 @@ use super::*;
 use crate::cluster::kueue_config::KueueConfig;
 use crate::cluster::selector::LabelSelector;
 use crate::vocabulary::kueue::{
-    CONFIG_MAP, CONFIG_MAP_KEY, DEFAULT_NAMESPACE, DEFAULT_QUEUE_ANNOTATION, KUEUE_GROUP, is_default_managed_owner,
+    CONFIG_MAP_KEY, DEFAULT_QUEUE_ANNOTATION, KUEUE_GROUP, KueueInstall, is_default_managed_owner,
 };
 use crate::vocabulary::quantity::Quantity;
 
@@ -398,24 +398,6 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
             };
             ClusterObject::PriorityClass { name, class }
         }
-        ("", "ConfigMap") => {
-            let wire: WireConfigMap = serde_json::from_value(object).map_err(bad)?;
-            let (name, namespace) =
-                (wire.metadata.name.unwrap_or_default(), wire.metadata.namespace.unwrap_or_default());
-            if (namespace.as_str(), name.as_str()) != (DEFAULT_NAMESPACE, CONFIG_MAP) {
-                return Err(DecodeError(format!(
-                    "ConfigMap {namespace}/{name}: the only ConfigMap read is Kueue's, \
-                     {DEFAULT_NAMESPACE}/{CONFIG_MAP}"
-                )));
-            }
-            let text = wire
-                .data
-                .and_then(|mut data| data.remove(CONFIG_MAP_KEY))
-                .ok_or_else(|| DecodeError(format!("ConfigMap {namespace}/{name} has no data.{CONFIG_MAP_KEY}")))?;
-            let config = KueueConfig::parse_in_namespace(&text, &namespace)
-                .map_err(|e| DecodeError(format!("ConfigMap {namespace}/{name}: {e}")))?;
-            ClusterObject::KueueConfiguration { config: Box::new(config) }
-        }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             let wire: WireObject<Value> = serde_json::from_value(object).map_err(bad)?;
             ClusterObject::Crd { name: named(&wire.metadata)? }
@@ -423,6 +405,26 @@ pub fn decode(api_version: &str, kind: &str, object: Value) -> Result<Option<Clu
         _ => return Ok(None),
     };
     Ok(Some(decoded))
+}
+
+/// Kueue's Configuration, from `kueue`'s ConfigMap: the only ConfigMap read.
+pub fn decode_kueue_config_map(object: Value, kueue: &KueueInstall) -> Result<ClusterObject, DecodeError> {
+    let wire: WireConfigMap = serde_json::from_value(object).map_err(|e| DecodeError(format!("ConfigMap: {e}")))?;
+    let (name, namespace) = (wire.metadata.name.unwrap_or_default(), wire.metadata.namespace.unwrap_or_default());
+    if (namespace.as_str(), name.as_str()) != (kueue.namespace.as_str(), kueue.config_map.as_str()) {
+        return Err(DecodeError(format!(
+            "ConfigMap {namespace}/{name}: the only ConfigMap read is Kueue's, {}/{} (the config's kueue.namespace \
+             and kueue.configMap)",
+            kueue.namespace, kueue.config_map
+        )));
+    }
+    let text = wire
+        .data
+        .and_then(|mut data| data.remove(CONFIG_MAP_KEY))
+        .ok_or_else(|| DecodeError(format!("ConfigMap {namespace}/{name} has no data.{CONFIG_MAP_KEY}")))?;
+    let config =
+        KueueConfig::parse_for(&text, kueue).map_err(|e| DecodeError(format!("ConfigMap {namespace}/{name}: {e}")))?;
+    Ok(ClusterObject::KueueConfiguration { config: Box::new(config) })
 }
 
 fn clamp_priority(value: i64) -> i32 {

@@ -290,7 +290,7 @@ pub struct OwnerKey {
     pub name: String,
 }
 
-pub use decode::{DecodeError, api_group, decode};
+pub use decode::{DecodeError, api_group, decode, decode_kueue_config_map};
 
 #[cfg(test)]
 mod tests {
