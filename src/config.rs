@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::vocabulary::kueue::{DEFAULT_MANAGED_OWNERS, KueueInstall};
+use crate::vocabulary::kueue::{DEFAULT_MANAGED_OWNERS, KueueInstall, KueueVersion};
 use crate::vocabulary::own_names::EVALUATION_LABEL;
 use crate::vocabulary::reason::{Enforcement, Reason};
 use crate::vocabulary::yaml::{check_flow_nesting, read_at_most};
@@ -220,6 +220,23 @@ impl Config {
                 return Err(format!("enforcement: no rule '{rule}'; the rules are: {}", rules.join(", ")));
             }
         }
+        let kueue = &self.kueue;
+        if !kueue.version.is_modelled() {
+            return Err(format!(
+                "kueue.version: eval-admission's model of Kueue is written and judged for {} to v{}.{}.x, not {}",
+                KueueVersion::OLDEST_MODELLED,
+                KueueVersion::NEWEST_MODELLED.major,
+                KueueVersion::NEWEST_MODELLED.minor,
+                kueue.version
+            ));
+        }
+        if !is_dns_label(&kueue.namespace) {
+            return Err(format!("kueue.namespace: '{}' is not a namespace name", kueue.namespace.escape_debug()));
+        }
+        if kueue.config_map.is_empty() || kueue.config_map.len() > 253 || !kueue.config_map.split('.').all(is_dns_label)
+        {
+            return Err(format!("kueue.configMap: '{}' is not a ConfigMap name", kueue.config_map.escape_debug()));
+        }
         for selector in &self.selection.selectors {
             if selector.match_labels.is_empty() && selector.controlled_by.is_empty() {
                 return Err(format!(
@@ -268,6 +285,16 @@ impl Config {
     pub fn is_kueue_controller(&self, username: &str) -> bool {
         self.kueue.is_controller(username)
     }
+}
+
+/// An RFC 1123 label: what a namespace's name is.
+fn is_dns_label(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    (1..=63).contains(&bytes.len())
+        && alnum(&bytes[0])
+        && alnum(&bytes[bytes.len() - 1])
+        && bytes.iter().all(|b| alnum(b) || *b == b'-')
 }
 
 /// A field an older config had, with where it lives now.
@@ -347,6 +374,15 @@ mod tests {
         assert!(old.contains("it moved to kueue.controllerUsernames"), "{old}");
         let bad = Config::parse("kueue: {version: latest}").unwrap_err();
         assert!(bad.contains("'latest' is not a Kueue release such as v0.19.2"), "{bad}");
+        let unmodelled = Config::parse("kueue: {version: v0.20.0}").unwrap_err();
+        assert!(unmodelled.contains("written and judged for v0.12.0 to v0.19.x, not v0.20.0"), "{unmodelled}");
+        assert!(Config::parse("kueue: {version: v0.11.9}").is_err());
+        for namespace in ["", "Kueue", "-kueue", "kueue-", "a\"b", &"k".repeat(64)] {
+            let error = Config::parse(&format!("kueue: {{namespace: {namespace:?}}}")).unwrap_err();
+            assert!(error.contains("is not a namespace name"), "{namespace}: {error}");
+        }
+        assert!(Config::parse("kueue: {configMap: a.b-c}").is_ok());
+        assert!(Config::parse("kueue: {configMap: a..b}").unwrap_err().contains("is not a ConfigMap name"));
     }
 
     #[test]

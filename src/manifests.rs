@@ -9,10 +9,12 @@
 use std::fmt::Write as _;
 
 use crate::config::{Config, OwnerKind, SelectorKind};
-use crate::vocabulary::kueue;
 
-/// The namespaces neither webhook reviews: the control plane's, Kueue's and our own.
-const EXCLUDED_NAMESPACES: [&str; 3] = ["kube-system", kueue::DEFAULT_NAMESPACE, "eval-admission-system"];
+/// The namespaces neither webhook reviews: the control plane's, Kueue's (the
+/// config's `kueue.namespace`) and our own.
+fn excluded_namespaces(config: &Config) -> [&str; 3] {
+    ["kube-system", &config.kueue.namespace, "eval-admission-system"]
+}
 
 /// The rendered files, named as in `manifests/base/webhooks/`.
 pub struct WebhookManifests {
@@ -64,7 +66,7 @@ webhooks:
     );
     out.push_str(&rules(config, "[\"CREATE\"]"));
     out.push_str("  # Kueue's managed namespaces, less our own.\n");
-    out.push_str(&namespace_selector());
+    out.push_str(&namespace_selector(config));
     match evaluation_condition(config, false) {
         Some(expression) => {
             out.push_str("  # Only evaluations reach the server: the config's selectors.\n  matchConditions:\n");
@@ -101,7 +103,7 @@ webhooks:
 ",
     );
     out.push_str(&rules(config, "[\"CREATE\", \"UPDATE\"]"));
-    out.push_str(&namespace_selector());
+    out.push_str(&namespace_selector(config));
     out.push_str("  matchConditions:\n  # Deletions (finalizer removal) never wait on us.\n");
     push_condition(&mut out, "not-being-deleted", "!has(object.metadata.deletionTimestamp)");
     if let Some(expression) = kueue_condition(config) {
@@ -148,8 +150,9 @@ fn rules(config: &Config, operations: &str) -> String {
     out
 }
 
-fn namespace_selector() -> String {
-    let values = EXCLUDED_NAMESPACES.map(|n| format!("\"{n}\"")).join(", ");
+/// The names are DNS labels (`Config::parse` checks Kueue's): no quoting needed.
+fn namespace_selector(config: &Config) -> String {
+    let values = excluded_namespaces(config).map(|n| format!("\"{n}\"")).join(", ");
     format!(
         "  namespaceSelector:\n    matchExpressions:\n    - key: kubernetes.io/metadata.name\n      operator: NotIn\n      \
          values: [{values}]\n"
@@ -268,6 +271,7 @@ fn is_noncharacter(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocabulary::kueue;
 
     const SHIPPED: &str = "manifests/base/config.yaml";
 
@@ -318,6 +322,25 @@ mod tests {
         let rendered = render(&config, SHIPPED);
         assert_eq!(rendered.mutating, include_str!("../manifests/base/webhooks/mutating.yaml"), "run: make manifests");
         assert_eq!(rendered.validating, include_str!("../manifests/base/webhooks/validating.yaml"));
+    }
+
+    /// The Red Hat profile: the shipped config but for its `kueue` section,
+    /// and its webhooks rendered from it.
+    #[test]
+    fn the_red_hat_profile_is_the_shipped_config_for_its_kueue() {
+        let shipped = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
+        let red_hat = Config::parse(include_str!("../manifests/redhat-kueue/config.yaml")).unwrap();
+        assert_eq!(red_hat.kueue.namespace, "openshift-kueue-operator");
+        assert!(red_hat.is_kueue_controller("system:serviceaccount:openshift-kueue-operator:kueue-controller-manager"));
+        assert_eq!(Config { kueue: shipped.kueue.clone(), ..red_hat.clone() }, shipped);
+        let rendered = render(&red_hat, "manifests/redhat-kueue/config.yaml");
+        let on_disk = [
+            include_str!("../manifests/redhat-kueue/webhooks/mutating.yaml"),
+            include_str!("../manifests/redhat-kueue/webhooks/validating.yaml"),
+        ];
+        assert_eq!(rendered.mutating, on_disk[0], "render manifests/redhat-kueue/webhooks again");
+        assert_eq!(rendered.validating, on_disk[1]);
+        assert!(!rendered.validating.contains("kueue-system"), "{}", rendered.validating);
     }
 
     #[test]

@@ -512,9 +512,14 @@ fn every_overlay_applies_to_the_real_api_server_and_the_install_works_as_written
 
     // Server-side dry runs of namespaced objects need their namespace to exist.
     let _ = cluster.kubectl(&["create", "namespace", "eval-admission-system"], None);
-    for overlay in
-        ["manifests", "manifests/cert-manager", "manifests/static-certs", "manifests/rollout", "manifests/monitoring"]
-    {
+    for overlay in [
+        "manifests",
+        "manifests/cert-manager",
+        "manifests/static-certs",
+        "manifests/rollout",
+        "manifests/monitoring",
+        "manifests/redhat-kueue",
+    ] {
         let printed = cluster.ok(&["apply", "-k", repo(overlay).to_str().unwrap(), "--dry-run=server"], None);
         assert!(printed.contains("(server dry run)"), "{overlay}: {printed}");
     }
