@@ -62,17 +62,20 @@ manifests: build
 N ?= 100000
 SEED ?= 1
 FIDELITY_OUT ?= $(CURDIR)/fidelity-out
+# The Kueue release judged (and the model told): empty for the one
+# tests/kueue/go.mod pins; another needs tests/kueue/releases/<release>.mod.
+KUEUE ?=
 
-# The oracle: Kueue v0.19.2's scheduler in-process (tests/kueue/oracle), cached.
+# The oracle: a Kueue release's scheduler in-process (tests/kueue/oracle), cached.
 oracle:
-	./hack/build-oracle.sh
+	./hack/build-oracle.sh $(KUEUE)
 
 # N generated set-ups (default 100,000) judged by Kueue's scheduler: prints the
 # agreement table, writes it to $(FIDELITY_OUT)/table.md and the first three
 # disagreements of each cause as ready-to-run review cases under $(FIDELITY_OUT)/cases.
 fidelity: oracle
 	rm -rf $(FIDELITY_OUT) && mkdir -p $(FIDELITY_OUT)
-	FIDELITY_N=$(N) FIDELITY_SEED=$(SEED) FIDELITY_SAVE=$(FIDELITY_OUT)/cases FIDELITY_REPORT=$(FIDELITY_OUT)/table.md \
+	FIDELITY_KUEUE=$(KUEUE) FIDELITY_N=$(N) FIDELITY_SEED=$(SEED) FIDELITY_SAVE=$(FIDELITY_OUT)/cases FIDELITY_REPORT=$(FIDELITY_OUT)/table.md \
 	  $(CARGO) test --release --locked --test fidelity differential_fixed_seed -- --nocapture
 
 lint:

@@ -1,8 +1,10 @@
 //! Kueue's own scheduler as the judge of eval-admission's verdicts.
 //!
 //! For each generated set-up, eval-admission's verdict (the decision code
-//! `review` runs) is compared with what Kueue v0.19.2 does with the workload
-//! that eval-admission lets through (tests/kueue/oracle). The two promises:
+//! `review` runs) is compared with what Kueue does with the workload that
+//! eval-admission lets through (tests/kueue/oracle). The release judged is
+//! FIDELITY_KUEUE (`make fidelity KUEUE=v0.18.2`; default v0.19.2), and the
+//! model is told the same release (the config's `kueue.version`). The two promises:
 //! - admissible: a queued evaluation eval-admission allows is one Kueue admits;
 //! - not exposed: once admitted, no workload another user could submit makes
 //!   Kueue preempt it (eval-admission denies evaluations that are exposed).
@@ -30,7 +32,7 @@ use eval_admission::admission;
 use eval_admission::cli;
 use eval_admission::cluster::state_file;
 use eval_admission::config::Config;
-use eval_admission::vocabulary::kueue::QUEUE_NAME_LABEL;
+use eval_admission::vocabulary::kueue::{KueueVersion, QUEUE_NAME_LABEL};
 use eval_admission::vocabulary::reason::Reason;
 use oracle::{KueueVerdict, Oracle};
 use serde::{Deserialize, Serialize};
@@ -127,9 +129,27 @@ impl Category {
     }
 }
 
+/// The release judged: FIDELITY_KUEUE, or the one tests/kueue/go.mod pins.
+fn judged_release() -> Option<String> {
+    std::env::var("FIDELITY_KUEUE").ok().filter(|release| !release.is_empty())
+}
+
+/// The shipped defaults, told which Kueue release runs the cluster: the one
+/// judged, or FIDELITY_MODEL_KUEUE to measure a model told another release
+/// (how far the v0.19.2 model is from an older Kueue).
+fn model_config() -> Config {
+    let mut config = Config::load(None).unwrap();
+    let told = std::env::var("FIDELITY_MODEL_KUEUE").ok().filter(|r| !r.is_empty()).or_else(judged_release);
+    if let Some(release) = told {
+        config.kueue.version = KueueVersion::parse(&release).expect("a Kueue release such as v0.18.2");
+    }
+    config
+}
+
 fn eval_verdict(config: &Config, objects: &[Value], workload: &Value) -> EvalVerdict {
     let cluster_file = cluster_yaml(objects);
-    let state = state_file::parse(cluster_file.as_bytes()).expect("the generated cluster file parses");
+    let state =
+        state_file::parse_for(cluster_file.as_bytes(), &config.kueue).expect("the generated cluster file parses");
     let review = admission::ReviewBuilder::create(admission::ReviewBuilder::kind_of(workload), workload).to_value();
     let report = cli::review_value(config, &state, review).expect("review runs");
     let deciding = if report.output["validating"].is_null() { "mutating" } else { "validating" };
@@ -387,8 +407,8 @@ fn judge_ways_out(
     if eval.allowed || !eval.validated {
         return Vec::new();
     }
-    let state =
-        state_file::parse(cluster_yaml(&scenario.objects).as_bytes()).expect("the generated cluster file parses");
+    let state = state_file::parse_for(cluster_yaml(&scenario.objects).as_bytes(), &config.kueue)
+        .expect("the generated cluster file parses");
     let offered = ways_out::offered(config, &state, &eval.object);
     let mut findings = Vec::new();
     for (k, way_out) in offered.iter().enumerate() {
@@ -443,8 +463,8 @@ fn differential_fixed_seed() {
     // Judging every way out a denial offers roughly doubles the judge's work;
     // a long run of the verdicts alone may skip it: FIDELITY_WAYS_OUT=0.
     let judge_ways = env_u64("FIDELITY_WAYS_OUT", 1) != 0;
-    let binary = oracle::build();
-    let config = Config::load(None).unwrap();
+    let binary = oracle::build(judged_release().as_deref());
+    let config = model_config();
 
     let next = AtomicU64::new(from);
     let table = Mutex::new(Table::default());
@@ -557,7 +577,7 @@ fn replayed_cases() {
     let mut cases: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
     cases.sort();
     assert!(!cases.is_empty(), "tests/fidelity/cases has no cases");
-    let binary = oracle::build();
+    let binary = oracle::build(None);
     let mut judge = Oracle::start(&binary);
     let config = Config::load(None).unwrap();
     let (mut agree, mut still) = (0, Vec::new());
@@ -630,7 +650,7 @@ fn the_judge_answers_the_seed_examples() {
                 .unwrap();
         docs.into_iter().next().unwrap()
     };
-    let mut judge = Oracle::start(&oracle::build());
+    let mut judge = Oracle::start(&oracle::build(None));
 
     let preemptible = example("job-preemptible.yaml");
     let verdict = judge.judge("preemptible", &objects, &preemptible);
@@ -690,7 +710,7 @@ fn the_judge_enters_tainted_flavors_as_a_real_user_would() {
             .pod(pod)
             .build()
     };
-    let mut judge = Oracle::start(&oracle::build());
+    let mut judge = Oracle::start(&oracle::build(None));
     let config = Config::load(None).unwrap();
 
     let tolerating = job(toleration);
@@ -738,7 +758,7 @@ fn kueue_restarts_a_scan_that_ended_on_its_last_flavor() {
         .replicated_job("b", 1, pod(None))
         .replicated_job("c", 1, pod(Some("small")))
         .build();
-    let mut judge = Oracle::start(&oracle::build());
+    let mut judge = Oracle::start(&oracle::build(None));
     let verdict = judge.judge("three-pools", &objects, &jobset);
     assert!(verdict.admissible, "{verdict:?}");
     let eval = eval_verdict(&Config::load(None).unwrap(), &objects, &jobset);
@@ -754,7 +774,7 @@ fn kueue_restarts_a_scan_that_ended_on_its_last_flavor() {
 fn the_judge_refuses_the_workloads_the_api_server_refuses() {
     let objects =
         eval_admission::vocabulary::yaml::documents(&std::fs::read(repo("examples/cluster.yaml")).unwrap()).unwrap();
-    let mut judge = Oracle::start(&oracle::build());
+    let mut judge = Oracle::start(&oracle::build(None));
     let config = Config::load(None).unwrap();
     let jobset = |count: usize| {
         let mut builder = testkit::JobSetBuilder::new("my-benchmarks", "sweep")
@@ -823,7 +843,7 @@ fn the_judge_counts_what_kueue_adds_to_requests() {
             job(serde_json::json!({"requests": {"cpu": "1"}}), Some("kata")),
         ),
     ];
-    let mut judge = Oracle::start(&oracle::build());
+    let mut judge = Oracle::start(&oracle::build(None));
     let config = Config::load(None).unwrap();
     for (name, extra, workload) in cases {
         let mut objects = Vec::new();
@@ -856,7 +876,7 @@ fn the_judge_counts_resources_as_kueues_configuration_says() {
     let cases: Vec<Value> =
         serde_json::from_slice(&std::fs::read(repo("tests/fidelity/resources-cases.json")).unwrap()).unwrap();
     let expected = [("exclude", true), ("mig", true), ("mig-too-much", false), ("ignore-undeclared", true)];
-    let mut judge = Oracle::start(&oracle::build());
+    let mut judge = Oracle::start(&oracle::build(None));
     let config = Config::load(None).unwrap();
     for (case, (id, admissible)) in cases.iter().zip(expected) {
         assert_eq!(case["id"], id);

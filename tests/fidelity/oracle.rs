@@ -1,4 +1,4 @@
-//! The judge: tests/kueue/oracle (Kueue v0.19.2's scheduler in-process), built
+//! The judge: tests/kueue/oracle (a Kueue release's scheduler in-process), built
 //! by hack/build-oracle.sh and spoken to over stdin/stdout, one JSON line each way.
 
 use std::io::{BufRead, BufReader, Write};
@@ -28,11 +28,13 @@ pub struct KueueVerdict {
     pub error: Option<String>,
 }
 
-/// Builds (or finds, cached) the oracle and returns its path. Builds need Go,
+/// Builds (or finds, cached) the oracle of `release` (`v0.18.2`; `None`: the
+/// release tests/kueue/go.mod pins) and returns its path. Builds need Go,
 /// which the project machines have; the build is skipped when nothing changed.
-pub fn build() -> PathBuf {
+pub fn build(release: Option<&str>) -> PathBuf {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let output = Command::new(repo.join("hack/build-oracle.sh"))
+        .args(release)
         .stderr(Stdio::inherit())
         .output()
         .expect("run hack/build-oracle.sh");

@@ -114,7 +114,7 @@ fn judge_row(
 #[test]
 fn the_real_kueue_confirms_the_judge() {
     let cluster = cluster();
-    let mut judge = oracle::Oracle::start(&oracle::build());
+    let mut judge = oracle::Oracle::start(&oracle::build(None));
     let s = unique();
     let (low_class, high_class) = (format!("judge-low-{s}"), format!("judge-high-{s}"));
     cluster.apply(&[priority_class(&low_class, 100), priority_class(&high_class, 1000)]);

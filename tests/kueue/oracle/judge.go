@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	jobjob "sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	jobjobset "sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
+	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
@@ -55,8 +56,6 @@ func judge(sc *scenario) (verdict, error) {
 	}
 	obj := job.Object()
 
-	// The job controller: namespace, integration, queue name (jobframework
-	// JobReconciler.ReconcileGenericJob, in that order).
 	ns := c.namespace(obj.GetNamespace())
 	if ns == nil {
 		return verdict{Stage: "unmanaged", Reason: fmt.Sprintf("namespace %q does not exist", obj.GetNamespace())}, nil
@@ -64,9 +63,6 @@ func judge(sc *scenario) (verdict, error) {
 	managed, err := c.managedNamespace(ns)
 	if err != nil {
 		return verdict{}, err
-	}
-	if !managed {
-		return verdict{Stage: "unmanaged", Reason: "namespace not selected by managedJobsNamespaceSelector"}, nil
 	}
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	if !slices.Contains(c.config.Integrations.Frameworks, frameworkOf[kind]) {
@@ -83,11 +79,19 @@ func judge(sc *scenario) (verdict, error) {
 	if err != nil {
 		return verdict{}, err
 	}
-	if err := jobframework.ApplyDefaultLocalQueueWithManagedJobsNamespaceSelector(ctx, env.client, obj, env.queues.DefaultLocalQueueExist, sel); err != nil {
+	if err := applyDefaultLocalQueue(ctx, env.client, obj, env.queues.DefaultLocalQueueExist, sel); err != nil {
 		return verdict{}, err
 	}
 	jobframework.ApplyDefaultWorkloadPriorityClass(ctx, env.client, obj)
-	if jobframework.QueueName(job) == "" && !c.config.ManageJobsWithoutQueueName {
+	// Then the job controller (jobframework JobReconciler.ReconcileGenericJob):
+	// the namespace, for a job with a queue name only under
+	// ManagedJobsNamespaceSelectorAlwaysRespected (beta, on, from v0.15; locked
+	// on in v0.19), then the queue name.
+	labelled := jobframework.QueueName(job) != ""
+	if !managed && (!labelled || features.Enabled(features.ManagedJobsNamespaceSelectorAlwaysRespected)) {
+		return verdict{Stage: "unmanaged", Reason: "namespace not selected by managedJobsNamespaceSelector"}, nil
+	}
+	if !labelled && !c.config.ManageJobsWithoutQueueName {
 		return verdict{Stage: "unmanaged", Reason: "no queue-name label: Kueue ignores the job"}, nil
 	}
 
@@ -163,7 +167,7 @@ func defaultJobSpec(spec *batchv1.JobSpec) {
 // buildWorkload is what the job reconciler does for a job without a Workload:
 // jobframework.ConstructWorkload, then the priority (JobReconciler.prepareWorkload).
 func buildWorkload(ctx context.Context, cl client.Client, job jobframework.GenericJob) (*kueue.Workload, error) {
-	wl, err := jobframework.ConstructWorkload(ctx, cl, job, nil, nil)
+	wl, err := constructWorkload(ctx, cl, job)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +218,7 @@ func admitAlone(c *cluster, env *kueueEnv, wl *kueue.Workload) (*kueue.Workload,
 			return nil, cond.Message, nil
 		}
 	}
-	if msg, ok := env.queues.GetNoFitReason(got); ok {
+	if msg, ok := noFitReason(env.queues, got); ok {
 		return nil, msg, nil
 	}
 	return nil, "never given quota", nil

@@ -269,13 +269,13 @@ func newEnv(ctx context.Context, c *cluster, extra ...client.Object) (*kueueEnv,
 	// utiltesting.NewClientBuilder's client (same scheme and indexes), but one
 	// scheme for all runs and the plain object tracker: the field-managed one
 	// builds a REST mapper of the whole scheme per client, two thirds of a run.
-	cl := fake.NewClientBuilder().WithScheme(clientScheme).
+	builder := fake.NewClientBuilder().WithScheme(clientScheme).
 		WithObjectTracker(clienttesting.NewObjectTracker(clientScheme, clientCodecs.UniversalDecoder())).
 		WithIndex(&kueue.LocalQueue{}, indexer.QueueClusterQueueKey, indexer.IndexQueueClusterQueue).
 		WithIndex(&kueue.Workload{}, indexer.WorkloadQueueKey, indexer.IndexWorkloadQueue).
 		WithIndex(&kueue.Workload{}, indexer.WorkloadClusterQueueKey, indexer.IndexWorkloadClusterQueue).
-		WithIndex(&kueue.Workload{}, indexer.OwnerReferenceUID, indexer.IndexOwnerUID).
-		WithIndex(&corev1.LimitRange{}, indexer.LimitRangeHasContainerOrPodType, indexer.IndexLimitRangeHasContainerOrPodType).
+		WithIndex(&kueue.Workload{}, indexer.OwnerReferenceUID, indexer.IndexOwnerUID)
+	cl := withLimitRangeIndex(builder).
 		WithObjects(objs...).
 		WithStatusSubresource(&kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: utiltesting.TreatSSAAsStrategicMerge}).
