@@ -539,7 +539,11 @@ fn differential_fixed_seed() {
     });
     let table = table.into_inner().unwrap();
     let range = if from == 0 { String::new() } else { format!(", set-ups {from}..{n}") };
-    let report = table.print(&format!("eval-admission against Kueue v0.19.2's scheduler, seed {seed}{range}"));
+    let judged = judged_release().unwrap_or_else(|| KueueVersion::default().to_string());
+    let report = table.print(&format!(
+        "eval-admission (told Kueue {}) against Kueue {judged}'s scheduler, seed {seed}{range}",
+        config.kueue.version
+    ));
     println!("{report}\n({:.1?})", started.elapsed());
     if let Ok(out) = std::env::var("FIDELITY_REPORT") {
         std::fs::write(out, &report).unwrap();
