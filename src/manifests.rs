@@ -275,16 +275,21 @@ mod tests {
 
     const SHIPPED: &str = "manifests/base/config.yaml";
 
+    /// The shipped ClusterRole (manifests/base/rbac.yaml).
+    fn cluster_role() -> serde_json::Value {
+        let rbac = include_str!("../manifests/base/rbac.yaml");
+        serde_yaml::Deserializer::from_str(rbac)
+            .map(|document| <serde_json::Value as serde::Deserialize>::deserialize(document).unwrap())
+            .find(|document| document["kind"] == "ClusterRole")
+            .unwrap()
+    }
+
     /// The ClusterRole lets the server watch every owner kind the default config
     /// trusts (`rules::ownership`); without it, each Job of a JobSet would cost a
     /// live GET, and a forbidden one would refuse it.
     #[test]
     fn the_cluster_role_reads_every_default_owner_kind() {
-        let rbac = include_str!("../manifests/base/rbac.yaml");
-        let role: serde_json::Value = serde_yaml::Deserializer::from_str(rbac)
-            .map(|document| <serde_json::Value as serde::Deserialize>::deserialize(document).unwrap())
-            .find(|document| document["kind"] == "ClusterRole")
-            .unwrap();
+        let role = cluster_role();
         for (group, kind) in kueue::DEFAULT_MANAGED_OWNERS {
             let plural = format!("{}s", kind.to_lowercase());
             let granted = role["rules"].as_array().unwrap().iter().any(|rule| {
@@ -300,11 +305,7 @@ mod tests {
     /// The ConfigMap the server watches is the one the ClusterRole names.
     #[test]
     fn the_cluster_role_reads_the_configured_kueue_config_map_only() {
-        let rbac = include_str!("../manifests/base/rbac.yaml");
-        let role: serde_json::Value = serde_yaml::Deserializer::from_str(rbac)
-            .map(|document| <serde_json::Value as serde::Deserialize>::deserialize(document).unwrap())
-            .find(|document| document["kind"] == "ClusterRole")
-            .unwrap();
+        let role = cluster_role();
         let config = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
         let config_maps: Vec<&serde_json::Value> = role["rules"]
             .as_array()
