@@ -261,6 +261,39 @@ pub fn reclaimer_can_take_back(
     borrows_through && nodes.iter().any(|node| tree.subtree(*node, &mut HashSet::new()) > 0 && lent(*node) > 0)
 }
 
+/// The most of `resource` in `flavor` a request of `reclaimer`'s can ask and
+/// still preempt what `borrower` holds without the reclaimer borrowing, as
+/// classical preemption must when borrowWithinCohort does not allow it
+/// (`classicalPreemptions`). Such a candidate is either a
+/// `ReclaimWithoutBorrowing` one, taken only while the whole request fits the
+/// reclaimer's nominal quota (`workloadFits` with `allowBorrowing` false), or
+/// one the request has a hierarchical advantage over: the whole request fits,
+/// by `QuantitiesFitInQuota`, the reclaimer or a cohort on its side below the
+/// one it shares with the borrower, which holds at most its subtree quota
+/// beside what the nodes below it keep (`LocalAvailable`).
+pub fn most_without_borrowing(
+    view: &impl ClusterView,
+    reclaimer: &str,
+    borrower: &str,
+    flavor: &str,
+    resource: &str,
+) -> i64 {
+    let tree = Tree { view, flavor, resource };
+    let queue = Node::ClusterQueue(reclaimer);
+    let nominal = tree.quota(queue).nominal;
+    let (ours, theirs) = (cohort_path(view, borrower), cohort_path(view, reclaimer));
+    let Some((_, their_side)) = sides(&ours, &theirs) else { return nominal };
+    let mut kept_below = local_quota(nominal, tree.quota(queue));
+    let mut most = nominal;
+    for cohort in their_side {
+        let node = Node::Cohort(cohort);
+        let subtree = tree.subtree(node, &mut HashSet::new());
+        most = most.max(subtree.saturating_add(kept_below));
+        kept_below = kept_below.saturating_add(local_quota(subtree, tree.quota(node)));
+    }
+    most
+}
+
 /// Whether what `borrower` holds can be a reclaim candidate for `reclaimer`:
 /// Kueue looks for candidates only in subtrees over their quota and takes one
 /// only while its queue and every cohort up to the common one are over theirs
@@ -534,6 +567,25 @@ mod tests {
             "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: a}}\nspec: {{{CPU_4}}}]}}]}}]}}\n"
         ));
         assert!(!reclaimer_never_short(&alone, "a", "a", true, "f", "cpu", |_| true));
+    }
+
+    #[test]
+    fn without_borrowing_a_reclaimer_asks_at_most_its_nominal_or_a_cohort_below_the_common_one() {
+        // r keeps 3 of its 4 (lendingLimit 1); mid holds 2 of its own, r's 1 and
+        // beside's 4: a request of 10 fits mid with what r keeps.
+        let view = state(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: mid}}\n\
+             spec: {{parentName: root, resourceGroups: [{{coveredResources: [cpu], flavors: [{{name: f, resources: [{{name: cpu, nominalQuota: 2}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: r}}\nspec: {{cohortName: mid, {CPU_4}, lendingLimit: 1}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: b}}\nspec: {{cohortName: root, {CPU_4}}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: beside}}\nspec: {{cohortName: mid, {CPU_4}}}]}}]}}]}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: elsewhere}}\nspec: {{cohortName: other, {CPU_4}}}]}}]}}]}}\n"
+        ));
+        assert_eq!(most_without_borrowing(&view, "r", "b", "f", "cpu"), 10_000);
+        // Sharing mid itself, no cohort lies below the common one: the nominal quota.
+        assert_eq!(most_without_borrowing(&view, "r", "beside", "f", "cpu"), 4000);
+        assert_eq!(most_without_borrowing(&view, "r", "elsewhere", "f", "cpu"), 4000);
+        assert_eq!(most_without_borrowing(&view, "r", "b", "f", "memory"), 0);
     }
 
     #[test]

@@ -56,8 +56,9 @@ pub struct ClusterState {
     /// Changes here derive nothing, so they keep what is derived.
     owners: HashMap<OwnerKey, String>,
     /// Derived on first use after a change (per ClusterQueue, not per review):
-    /// which ClusterQueues select a managed namespace.
-    reachable: OnceLock<HashMap<String, bool>>,
+    /// the ClusterQueues that select a managed namespace, each with the least
+    /// every workload it could admit asks per pod (`ClusterView::request_floor`).
+    served: OnceLock<HashMap<String, ResourceAmounts>>,
     /// Derived likewise: per ClusterQueue, flavor and resource it lists, the
     /// most it could ever hold (`quota::potential_available`, a walk of its
     /// whole cohort tree).
@@ -95,7 +96,7 @@ impl ClusterState {
             limit_summaries: HashMap::new(),
             runtime_classes: HashMap::new(),
             owners: HashMap::new(),
-            reachable: OnceLock::new(),
+            served: OnceLock::new(),
             potentials: OnceLock::new(),
             roots: OnceLock::new(),
         }
@@ -108,14 +109,18 @@ impl ClusterState {
 
     /// Every change drops what was derived from the state before it.
     fn forget_derived(&mut self) {
-        self.reachable = OnceLock::new();
+        self.served = OnceLock::new();
         self.potentials = OnceLock::new();
         self.roots = OnceLock::new();
     }
 
     /// Adds or replaces one object.
     pub fn apply(&mut self, object: ClusterObject) {
-        // Nothing is derived from owners, LimitRanges or RuntimeClasses: they keep what is.
+        // Nothing is derived from owners or RuntimeClasses, and from LimitRanges
+        // only the request floors: the rest keeps what is.
+        if matches!(object, ClusterObject::LimitRange { .. }) {
+            self.served = OnceLock::new();
+        }
         if !matches!(
             object,
             ClusterObject::Owner { .. } | ClusterObject::LimitRange { .. } | ClusterObject::RuntimeClass { .. }
@@ -202,6 +207,7 @@ impl ClusterState {
                     ranges.remove(name);
                 }
                 self.summarize_limits(namespace);
+                self.served = OnceLock::new();
                 return;
             }
             "RuntimeClass" => {
@@ -384,21 +390,43 @@ impl ClusterView for ClusterState {
     }
 
     fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool {
-        let reachable = self.reachable.get_or_init(|| {
-            let managed: Vec<&NamespaceInfo> =
-                self.namespaces.values().filter(|ns| self.kueue_config.manages_namespace(&ns.labels)).collect();
-            self.cluster_queues
-                .iter()
-                .map(|(name, queue)| {
-                    let selects = match &queue.namespace_selector {
-                        NamespaceSelector::Selector(selector) => managed.iter().any(|ns| selector.matches(&ns.labels)),
-                        _ => false,
-                    };
-                    (name.clone(), selects)
-                })
-                .collect()
+        self.request_floor(cluster_queue).is_some()
+    }
+
+    fn request_floor(&self, cluster_queue: &str) -> Option<&ResourceAmounts> {
+        let served = self.served.get_or_init(|| {
+            let managed: Vec<(&String, &NamespaceInfo)> =
+                self.namespaces.iter().filter(|(_, ns)| self.kueue_config.manages_namespace(&ns.labels)).collect();
+            let settings = &self.kueue_config.resources;
+            let floor = |namespace: &str| -> ResourceAmounts {
+                let floor = self.limit_summaries.get(namespace).map(LimitSummary::request_floor).unwrap_or_default();
+                floor.into_iter().filter(|(resource, _)| settings.counts_at_least_asked(resource)).collect()
+            };
+            let mut served = HashMap::new();
+            for (name, queue) in &self.cluster_queues {
+                let NamespaceSelector::Selector(selector) = &queue.namespace_selector else { continue };
+                let mut least: Option<ResourceAmounts> = None;
+                for (namespace, _) in managed.iter().filter(|(_, ns)| selector.matches(&ns.labels)) {
+                    let here = floor(namespace);
+                    least = Some(match least {
+                        None => here,
+                        // Only what every namespace forces is forced: the lesser of each.
+                        Some(mut kept) => {
+                            kept.retain(|resource, _| here.contains_key(resource));
+                            for (resource, amount) in &mut kept {
+                                *amount = (*amount).min(here[resource]);
+                            }
+                            kept
+                        }
+                    });
+                }
+                if let Some(least) = least {
+                    served.insert(name.clone(), least);
+                }
+            }
+            served
         });
-        reachable.get(cluster_queue).copied().unwrap_or(false)
+        served.get(cluster_queue)
     }
 
     fn cohort_root(&self, cluster_queue: &str) -> Option<&str> {
@@ -427,5 +455,35 @@ impl ClusterView for ClusterState {
         });
         let known = potentials.get(cluster_queue).and_then(|f| f.get(flavor)).and_then(|r| r.get(resource));
         known.copied().unwrap_or_else(|| quota::potential_available(self, cluster_queue, flavor, resource))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{objects, state_file};
+
+    #[test]
+    fn request_floors_follow_the_limit_ranges_of_the_namespaces_a_queue_selects() {
+        let mut view = state_file::parse(
+            b"apiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {team: a, kubernetes.io/metadata.name: a}}\n---\n\
+              apiVersion: v1\nkind: Namespace\nmetadata: {name: kube-system, labels: {team: a, kubernetes.io/metadata.name: kube-system}}\n---\n\
+              apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {namespaceSelector: {matchLabels: {team: a}}}\n---\n\
+              apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: none}\nspec: {namespaceSelector: {matchLabels: {team: z}}}\n",
+        )
+        .unwrap();
+        assert_eq!(view.request_floor("q"), Some(&ResourceAmounts::new()));
+        assert_eq!(view.request_floor("none"), None);
+        assert!(!view.selects_a_managed_namespace("none"));
+        let limit_range = serde_json::json!({
+            "metadata": {"name": "l", "namespace": "a"},
+            "spec": {"limits": [{"type": "Container", "min": {"memory": "1Gi"}, "default": {"memory": "2Gi"}}]},
+        });
+        view.apply(objects::decode("v1", "LimitRange", limit_range).unwrap().unwrap());
+        let memory = |view: &ClusterState| view.request_floor("q").and_then(|floor| floor.get("memory")).copied();
+        // kube-system is not managed: only a's floor counts.
+        assert_eq!(memory(&view), Some(crate::vocabulary::quantity::Quantity::parse("1Gi").unwrap()));
+        view.remove("LimitRange", "a", "l");
+        assert_eq!(memory(&view), None);
     }
 }

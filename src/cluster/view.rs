@@ -35,6 +35,11 @@ pub trait ClusterView {
     /// Whether the ClusterQueue's namespaceSelector selects some namespace Kueue
     /// manages: where a user could put a LocalQueue pointing at it.
     fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool;
+    /// The least every workload the ClusterQueue could admit asks per pod, by
+    /// resource: what the LimitRanges of every managed namespace it selects
+    /// force (`LimitSummary::request_floor`, the lesser where they differ), as
+    /// Kueue counts it. `None` when it selects no managed namespace.
+    fn request_floor(&self, cluster_queue: &str) -> Option<&ResourceAmounts>;
     /// The most of `resource` in `flavor` the ClusterQueue could ever hold, in
     /// milli-units (`quota::potential_available`, derived once per change).
     fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64;
@@ -130,6 +135,9 @@ impl ClusterView for WithPriorityClass<'_> {
     fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool {
         self.view.selects_a_managed_namespace(cluster_queue)
     }
+    fn request_floor(&self, cluster_queue: &str) -> Option<&ResourceAmounts> {
+        self.view.request_floor(cluster_queue)
+    }
     fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
         self.view.potential_available(cluster_queue, flavor, resource)
     }
@@ -154,5 +162,29 @@ impl<V: ClusterView + ?Sized> Surroundings for InNamespace<'_, V> {
     }
     fn resource_settings(&self) -> Option<&ResourceSettings> {
         Some(&self.view.kueue_config().resources).filter(|settings| !settings.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::state_file;
+
+    #[test]
+    fn the_priority_class_overlay_answers_the_rest_from_the_view_beneath() {
+        let base = state_file::parse(
+            b"apiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {kubernetes.io/metadata.name: a}}\n---\n\
+              apiVersion: v1\nkind: LimitRange\nmetadata: {name: l, namespace: a}\n\
+              spec: {limits: [{type: Container, min: {memory: 1Gi}, default: {memory: 1Gi}}]}\n---\n\
+              apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {namespaceSelector: {}}\n",
+        )
+        .unwrap();
+        let class = PriorityClass { value: 7, global_default: false };
+        let overlay = WithPriorityClass { view: &base, name: "added", class };
+        assert_eq!(overlay.priority_class("added"), Some(&class));
+        assert_eq!(base.priority_class("added"), None);
+        assert!(base.request_floor("q").is_some_and(|floor| floor.contains_key("memory")));
+        assert_eq!(overlay.request_floor("q"), base.request_floor("q"));
+        assert!(overlay.selects_a_managed_namespace("q"));
     }
 }

@@ -11,10 +11,11 @@
 //! simulates preemption only up to its nominal quota unless it may reclaim in the
 //! hierarchy or preempt while borrowing), and `preemptioncommon.SatisfiesPreemptionPolicy`.
 //!
-//! The preemptor is any workload a user could submit: any size, pinned to a
-//! flavor through its node labels, with any priority a user can name
-//! (`system-` PriorityClasses included: Kueue ranks a Workload before its pods
-//! exist), and with other users' workloads filling the queues around it.
+//! The preemptor is any workload a user could submit: any size at least what
+//! its namespace's LimitRanges force, pinned to a flavor through its node
+//! labels, with any priority a user can name (`system-` PriorityClasses
+//! included: Kueue ranks a Workload before its pods exist), and with other
+//! users' workloads filling the queues around it.
 
 use std::fmt;
 
@@ -23,8 +24,8 @@ use super::priority::{self, ClassKind, PriorityClassRef};
 use super::verdict::{Denial, Explain, Subject, WayOut};
 use crate::cluster::active::accepts_workloads;
 use crate::cluster::quota::{
-    CohortsOver, Usage, borrower_side_can_be_over, fits_below_root, nominal, reclaimer_can_take_back,
-    reclaimer_never_short,
+    CohortsOver, Usage, borrower_side_can_be_over, fits_below_root, most_without_borrowing, nominal,
+    reclaimer_can_take_back, reclaimer_never_short,
 };
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::vocabulary::kueue::PRIORITY_CLASS_LABEL;
@@ -234,6 +235,9 @@ fn reclaim(
                     && other.borrow_within_cohort.max_priority_threshold.is_none_or(|threshold| priority <= threshold)
                     && above.is_some()
             };
+            if !fair_sharing && !borrows_while_preempting && always_borrows(view, other_name, other, cq_name, flavor) {
+                continue; // every workload it could admit borrows, and it may not preempt while borrowing
+            }
             let usable = |q: &str| accepts_workloads(view, q);
             let cohorts_over = if fair_sharing { CohortsOver::AnyResource } else { CohortsOver::ThisResource };
             if !borrower_side_can_be_over(view, cq_name, other_name, (flavor, resource), cohorts_over, usable) {
@@ -256,6 +260,39 @@ fn reclaim(
         }
     }
     None
+}
+
+/// Whether every workload `reclaimer` could admit must borrow to preempt what
+/// `borrower` holds in `flavor` (saved case s1-50973): some resource that the
+/// LimitRanges of every namespace it serves force on each pod
+/// ([`ClusterView::request_floor`]) is more than it can ask without borrowing
+/// ([`most_without_borrowing`]) in each flavor Kueue could assign that
+/// resource: the contested flavor when the resource shares its resource group
+/// (one flavor per group and pod set), any flavor of its own group otherwise.
+/// A resource the queue does not cover at all admits nothing
+/// (`findFlavorForPodSets`: "resource ... unavailable in ClusterQueue").
+fn always_borrows(
+    view: &impl ClusterView,
+    reclaimer_name: &str,
+    reclaimer: &ClusterQueue,
+    borrower: &str,
+    flavor: &str,
+) -> bool {
+    let Some(floor) = view.request_floor(reclaimer_name) else { return false };
+    floor.iter().any(|(resource, least)| {
+        let least = least.kueue_milli(resource);
+        if least <= 0 {
+            return false;
+        }
+        let group = reclaimer.resource_groups.iter().find(|g| g.covered_resources.iter().any(|r| r == resource));
+        let Some(group) = group else { return true };
+        let too_little = |f: &str| least > most_without_borrowing(view, reclaimer_name, borrower, f, resource);
+        if group.flavors.iter().any(|f| f.name == flavor) {
+            too_little(flavor)
+        } else {
+            group.flavors.iter().all(|f| too_little(&f.name))
+        }
+    })
 }
 
 /// Refuses a non-checkpointing evaluation that Kueue could preempt in the
@@ -579,6 +616,71 @@ mod tests {
         assert_eq!(crate::rules::check_queued(&seed, job_subject(&job)).unwrap_err().reason, Reason::Preemptible);
         let state = state_with(&[crate::rules::fixtures::SEED_STATE, held]);
         assert!(crate::rules::check_queued(&state, job_subject(&job)).is_ok());
+    }
+
+    #[test]
+    fn a_reclaimer_whose_namespaces_force_it_to_borrow_reclaims_only_if_it_may_preempt_while_borrowing() {
+        // Saved case s1-50973: research-cq serves namespaces whose LimitRange gives
+        // every container memory and holds it to a min above research-cq's own
+        // memory quota, so each workload it admits borrows memory.
+        let reclaimer = |borrow_within_cohort: &str, selector: &str| {
+            format!(
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: research-cq}}\nspec:\n  \
+                 namespaceSelector: {selector}\n  cohortName: gpu-root\n  \
+                 preemption: {{reclaimWithinCohort: Any{borrow_within_cohort}}}\n  \
+                 resourceGroups: [{{coveredResources: [cpu, memory, nvidia.com/gpu], flavors: [{{name: default-flavor, \
+                 resources: [{{name: cpu, nominalQuota: 64}}, {{name: memory, nominalQuota: 256Gi}}, \
+                 {{name: nvidia.com/gpu, nominalQuota: 8}}]}}]}}]\n"
+            )
+        };
+        let research = |name: &str| {
+            format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: {name}, labels: {{team: research}}}}\n")
+        };
+        let limits = |name: &str, defaulted: &str| {
+            format!(
+                "apiVersion: v1\nkind: LimitRange\nmetadata: {{name: limits, namespace: {name}}}\nspec:\n  \
+                 limits: [{{type: Container, min: {{memory: 300Gi}}{defaulted}}}]\n"
+            )
+        };
+        let defaulted = ", defaultRequest: {memory: 300Gi}";
+        let only_research = "{matchLabels: {team: research}}";
+        let verdict = |documents: &[&str]| {
+            let mut all = vec![crate::rules::fixtures::SEED_STATE];
+            all.extend_from_slice(documents);
+            let job = evalhub_job("my-benchmarks", Some("shared-gpu-queue"));
+            crate::rules::check_queued(&state_with(&all), job_subject(&job)).map(|_| ()).map_err(|denial| denial.reason)
+        };
+        let (r1, r2) = (research("r1"), research("r2"));
+        let (forced_r1, forced_r2) = (limits("r1", defaulted), limits("r2", defaulted));
+        let queue = reclaimer("", only_research);
+        assert_eq!(verdict(&[&r1, &forced_r1, &queue]), Ok(()));
+        assert_eq!(verdict(&[&r1, &forced_r1, &r2, &forced_r2, &queue]), Ok(()));
+        // Leave to preempt while borrowing, a namespace that forces nothing, a
+        // min with no default, or a queue with room for the floor: it reclaims.
+        let while_borrowing = reclaimer(", borrowWithinCohort: {policy: LowerPriority}", only_research);
+        assert_eq!(verdict(&[&r1, &forced_r1, &while_borrowing]), Err(Reason::Preemptible));
+        assert_eq!(verdict(&[&r1, &forced_r1, &r2, &queue]), Err(Reason::Preemptible));
+        assert_eq!(verdict(&[&r1, &limits("r1", ""), &queue]), Err(Reason::Preemptible));
+        let roomy = queue.replace("memory, nominalQuota: 256Gi", "memory, nominalQuota: 300Gi");
+        assert_eq!(verdict(&[&r1, &forced_r1, &roomy]), Err(Reason::Preemptible));
+        // Memory in a group of its own: any of its flavors with room will do.
+        let apart = |big: &str| {
+            queue.replace(
+                "coveredResources: [cpu, memory, nvidia.com/gpu], flavors: [{name: default-flavor, \
+                 resources: [{name: cpu, nominalQuota: 64}, {name: memory, nominalQuota: 256Gi}, ",
+                &format!(
+                    "coveredResources: [memory], flavors: [{{name: mem-small, resources: [{{name: memory, nominalQuota: \
+                     256Gi}}]}}, {{name: mem-big, resources: [{{name: memory, nominalQuota: {big}}}]}}]}}, \
+                     {{coveredResources: [cpu, nvidia.com/gpu], flavors: [{{name: default-flavor, resources: [{{name: cpu, \
+                     nominalQuota: 64}}, "
+                ),
+            )
+        };
+        let flavors = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: mem-small}\n---\n\
+                       apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: mem-big}\n";
+        assert_ne!(apart("300Gi"), queue, "the groups were split");
+        assert_eq!(verdict(&[&r1, &forced_r1, flavors, &apart("280Gi")]), Ok(()));
+        assert_eq!(verdict(&[&r1, &forced_r1, flavors, &apart("300Gi")]), Err(Reason::Preemptible));
     }
 
     #[test]

@@ -47,6 +47,29 @@ pub struct LimitSummary {
     pub pod: Option<LimitItem>,
 }
 
+impl LimitSummary {
+    /// What every pod Kueue admits in the namespace asks at least, by resource.
+    /// Where the Container defaults give every container a resource
+    /// (`AdjustResources`), `ValidateLimitRange` holds each container to the
+    /// Container min and the pod to the Pod min; without a default a container
+    /// may leave the resource out, and Kueue checks a min only where the pod
+    /// names the resource (`Summary.ValidatePodSpec`, `GreaterKeys`), so that
+    /// min forces nothing.
+    pub fn request_floor(&self) -> ResourceAmounts {
+        let Some(container) = &self.container else { return ResourceAmounts::new() };
+        let pod_min = |resource: &Text| self.pod.as_ref().and_then(|pod| pod.min.get(resource));
+        container
+            .default
+            .keys()
+            .chain(container.default_request.keys())
+            .filter_map(|resource| {
+                let least = [container.min.get(resource), pod_min(resource)].into_iter().flatten().max()?;
+                Some((resource.clone(), *least))
+            })
+            .collect()
+    }
+}
+
 /// Where a pod template is reviewed: its namespace's LimitRanges and the
 /// cluster's RuntimeClasses. The cluster view provides it; [`Bare`] is none.
 pub trait Surroundings {
@@ -199,6 +222,25 @@ mod tests {
         assert_eq!(summary.max, amounts(&[("cpu", "4"), ("memory", "8Gi")]));
         assert_eq!(summary.min, amounts(&[("cpu", "100m")]));
         assert_eq!(summary.default, amounts(&[("cpu", "1"), ("memory", "1Gi")]));
+    }
+
+    #[test]
+    fn a_min_forces_a_floor_only_where_a_container_default_names_the_resource() {
+        let summary = LimitSummary {
+            container: Some(LimitItem {
+                min: amounts(&[("memory", "2Gi"), ("cpu", "1")]),
+                default_request: amounts(&[("memory", "1Gi")]),
+                default: amounts(&[("nvidia.com/gpu", "1")]),
+                ..LimitItem::default()
+            }),
+            pod: Some(LimitItem {
+                min: amounts(&[("memory", "3Gi"), ("nvidia.com/gpu", "1")]),
+                ..LimitItem::default()
+            }),
+        };
+        // cpu has a min and no default: a container may leave it out.
+        assert_eq!(summary.request_floor(), amounts(&[("memory", "3Gi"), ("nvidia.com/gpu", "1")]));
+        assert!(LimitSummary { pod: summary.pod.clone(), container: None }.request_floor().is_empty());
     }
 
     #[test]

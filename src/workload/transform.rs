@@ -30,6 +30,14 @@ impl ResourceSettings {
         self.exclude_prefixes.is_empty() && self.transformations.is_empty()
     }
 
+    /// Whether Kueue counts at least what a pod asks of `resource`: it is not
+    /// excluded and no transformation replaces it (outputs only add: a negative
+    /// total of them counts as zero, see [`ResourceSettings::apply`]).
+    pub fn counts_at_least_asked(&self, resource: &str) -> bool {
+        let excluded = self.exclude_prefixes.iter().any(|prefix| resource.starts_with(prefix.as_str()));
+        !excluded && !self.transformations.iter().any(|t| t.replace && t.input == resource)
+    }
+
     /// One pod's requests as Kueue counts them under these settings.
     pub fn apply(&self, requests: ResourceAmounts) -> ResourceAmounts {
         if self.is_empty() {
@@ -85,6 +93,7 @@ mod tests {
     fn excluded_prefixes_are_dropped() {
         let settings = ResourceSettings { exclude_prefixes: vec!["rdma/".into()], ..ResourceSettings::default() };
         assert_eq!(settings.apply(amounts(&[("cpu", "1"), ("rdma/ib", "1")])), amounts(&[("cpu", "1")]));
+        assert!(!settings.counts_at_least_asked("rdma/ib"));
     }
 
     #[test]
@@ -108,6 +117,11 @@ mod tests {
             ..ResourceSettings::default()
         };
         assert!(retain.apply(amounts(&[("nvidia.com/mig-1g.5gb", "2")])).contains_key("nvidia.com/mig-1g.5gb"));
+        // What a pod asks is counted at least in full unless replaced or excluded.
+        assert!(!settings.counts_at_least_asked("nvidia.com/mig-1g.5gb"));
+        assert!(settings.counts_at_least_asked("example.com/accelerator-memory"));
+        assert!(settings.counts_at_least_asked("cpu"));
+        assert!(retain.counts_at_least_asked("nvidia.com/mig-1g.5gb"));
     }
 
     #[test]
