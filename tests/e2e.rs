@@ -429,6 +429,49 @@ fn kueue_removed_and_reinstalled_while_running_is_noticed() {
     assert!(watchers_before >= 10, "namespaces, classes, config, CRD, owners, JobSet owners, Kueue and its 6 kinds");
 }
 
+/// The served Kueue API (these CRDs are v0.19.2's: LocalQueue as v1beta2) fits
+/// the shipped config's release; a config naming v0.14.8 is told, on /readyz,
+/// in the metrics and in the log, that the cluster runs another Kueue.
+#[test]
+fn a_config_naming_another_kueue_release_is_told_so() {
+    let cluster = cluster();
+    let contradicted = |admin_port| {
+        let metrics = common::control_plane::http_get(admin_port, "/metrics")?;
+        metrics.lines().find_map(|line| {
+            line.strip_prefix("eval_admission_kueue_release_contradicted ")?.trim().parse::<i64>().ok()
+        })
+    };
+    eventually("the shared server to check the release", || contradicted(cluster.webhook.admin_port) == Some(0));
+    assert_eq!(common::control_plane::http_get(cluster.webhook.admin_port, "/readyz").as_deref(), Some("ok\n"));
+
+    let dir = cluster.plane.dir.join(unique("older-kueue"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shipped = std::fs::read_to_string(repo("manifests/base/config.yaml")).unwrap();
+    let older = shipped.replacen("version: v0.19.2", "version: v0.14.8", 1);
+    assert_ne!(older, shipped, "the shipped config names its Kueue release");
+    std::fs::write(dir.join("config.yaml"), older).unwrap();
+    let older_server = testkit::Serve::new(BIN, &cluster.webhook.cert, &cluster.webhook.key)
+        .arg("--config")
+        .arg(dir.join("config.yaml"))
+        .env("KUBECONFIG", &cluster.plane.kubeconfig)
+        .log(dir.join("server.log"))
+        .ready(testkit::Ready::Readyz, Duration::from_secs(60), Duration::from_millis(100))
+        .start()
+        .unwrap();
+    let admin_port = older_server.admin_addr().port();
+    eventually("the release to be found contradicted", || contradicted(admin_port) == Some(1));
+    let readyz = common::control_plane::http_get(admin_port, "/readyz").unwrap();
+    assert!(
+        readyz.starts_with(
+            "ok\nwarning: the config's kueue.version is v0.14.8, but the API server serves LocalQueue as \
+                            kueue.x-k8s.io/v1beta2 and Cohort as v1beta2, as Kueue v0.15.0 or later does"
+        ),
+        "{readyz}"
+    );
+    let log = std::fs::read_to_string(dir.join("server.log")).unwrap();
+    assert!(log.contains("the cluster runs another Kueue release than configured"), "{log}");
+}
+
 fn running_watchers(cluster: &Cluster) -> Option<i64> {
     let metrics = common::control_plane::http_get(cluster.webhook.admin_port, "/metrics")?;
     metrics.lines().find_map(|line| line.strip_prefix("eval_admission_watchers_running ")?.trim().parse().ok())

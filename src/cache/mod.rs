@@ -31,6 +31,9 @@ pub struct ClusterCache {
     /// Kinds whose first list has not completed; empty means synced.
     pending: Mutex<HashSet<&'static str>>,
     live: Option<LiveLookup>,
+    /// Why the served Kueue API says the cluster runs another release than
+    /// the config's `kueue.version` (`ServedKueueApi::contradicts`).
+    release_warning: Mutex<Option<String>>,
 }
 
 /// What the confirm-before-deny lookup needs: a client, and the Kueue resources
@@ -45,7 +48,12 @@ struct LiveLookup {
 impl ClusterCache {
     /// A fixed view from a state file: synced from the start, no live lookups.
     pub fn from_state(state: ClusterState) -> Self {
-        Self { state: RwLock::new(state), pending: Mutex::new(HashSet::new()), live: None }
+        Self {
+            state: RwLock::new(state),
+            pending: Mutex::new(HashSet::new()),
+            live: None,
+            release_warning: Mutex::default(),
+        }
     }
 
     /// An empty view that watch caches will fill; not synced until they report.
@@ -58,6 +66,7 @@ impl ClusterCache {
                 kueue_resources: Mutex::new(HashMap::new()),
                 owner_resources: Mutex::new(HashMap::new()),
             }),
+            release_warning: Mutex::default(),
         }
     }
 
@@ -88,6 +97,15 @@ impl ClusterCache {
 
     pub fn set_synced(&self, kind: &'static str) {
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(kind);
+    }
+
+    /// Why the served Kueue API contradicts the configured release, if it does.
+    pub fn release_warning(&self) -> Option<String> {
+        self.release_warning.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn set_release_warning(&self, warning: Option<String>) {
+        *self.release_warning.lock().unwrap_or_else(|p| p.into_inner()) = warning;
     }
 
     pub fn counts(&self) -> ObjectCounts {

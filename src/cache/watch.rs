@@ -25,7 +25,9 @@ use crate::cluster::OwnerKey;
 use crate::cluster::kueue_config::KueueConfig;
 use crate::cluster::objects::{self, ClusterObject, NamespaceInfo};
 use crate::config::OwnerKind;
-use crate::vocabulary::kueue::{self, DEFAULT_QUEUE_ANNOTATION, KUEUE_GROUP, KueueInstall, LOCAL_QUEUE_CRD};
+use crate::vocabulary::kueue::{
+    self, DEFAULT_QUEUE_ANNOTATION, KUEUE_GROUP, KueueInstall, LOCAL_QUEUE_CRD, ServedKueueApi,
+};
 
 /// Kinds whose first list must complete before the view is synced.
 pub const CORE_KINDS: [&str; 6] =
@@ -270,7 +272,24 @@ fn stop_kueue(cache: &ClusterCache, running: Option<JoinHandle<()>>) {
         cache.set_synced(kind);
     }
     cache.forget_kueue_resources();
+    cache.set_release_warning(None);
     cache.update(|state| state.clear_kueue());
+}
+
+/// Says, in the log, /readyz and a metric, when the Kueue API the API server
+/// serves cannot come from the release the config names: the model would
+/// judge by another Kueue's rules.
+fn check_release(cache: &ClusterCache, served: &[(&'static str, ApiResource)]) {
+    let version_of = |kind| served.iter().find(|(k, _)| *k == kind).map(|(_, resource)| resource.version.as_str());
+    let Some(local_queue) = version_of("LocalQueue") else { return };
+    let api = ServedKueueApi { local_queue, cohort: version_of("Cohort") };
+    let configured = cache.read().kueue().version;
+    let warning = api.contradicts(configured);
+    match &warning {
+        Some(why) => tracing::warn!(%why, "the cluster runs another Kueue release than configured"),
+        None => tracing::info!(version = %configured, local_queue, "the served Kueue API fits the configured release"),
+    }
+    cache.set_release_warning(warning);
 }
 
 /// Discovers the served Kueue versions (retrying while a new CRD is being
@@ -287,6 +306,7 @@ async fn watch_kueue(client: kube::Client, cache: Arc<ClusterCache>) {
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(10));
     };
+    check_release(&cache, &served);
     // Dropped with this task when the Kueue CRDs go: every per-kind watcher stops with it.
     let mut tasks = JoinSet::new();
     for (kind, _) in KUEUE_KINDS {

@@ -48,12 +48,16 @@ async fn readyz(State(admin): State<AdminState>) -> Response {
             format!("cluster view not synced: waiting for {}\n", pending.join(", ")),
         );
     }
-    text(StatusCode::OK, "ok\n")
+    match admin.cluster.release_warning() {
+        Some(why) => text(StatusCode::OK, format!("ok\nwarning: {why}\n")),
+        None => text(StatusCode::OK, "ok\n"),
+    }
 }
 
 async fn metrics(State(admin): State<AdminState>) -> Response {
     admin.metrics.set_cache(admin.cluster.is_synced(), admin.cluster.counts());
     admin.metrics.watchers_running.set(crate::cache::watch::running_watchers());
+    admin.metrics.kueue_release_contradicted.set(i64::from(admin.cluster.release_warning().is_some()));
     let mut response = text(StatusCode::OK, admin.metrics.encode());
     response.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,

@@ -125,6 +125,7 @@ pub struct Metrics {
     pub connections_refused: Family<ListenerLabels, Counter>,
     pub connections_served: Family<ProtocolLabels, Counter>,
     pub watchers_running: Gauge,
+    pub kueue_release_contradicted: Gauge,
 }
 
 impl Default for Metrics {
@@ -206,9 +207,16 @@ impl Metrics {
             "Watch tasks running (the cluster view's caches)",
             watchers_running.clone(),
         );
+        let kueue_release_contradicted = Gauge::default();
+        registry.register(
+            "kueue_release_contradicted",
+            "1 when the served Kueue API cannot come from the config's kueue.version (see /readyz and the log)",
+            kueue_release_contradicted.clone(),
+        );
         Self {
             registry,
             watchers_running,
+            kueue_release_contradicted,
             connections_open,
             connections_refused,
             connections_served,

@@ -108,6 +108,51 @@ impl KueueVersion {
     }
 }
 
+/// The newest `kueue.x-k8s.io` version the API server serves for LocalQueue
+/// and for Cohort (`None` where no Cohort CRD is served).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServedKueueApi<'a> {
+    pub local_queue: &'a str,
+    pub cohort: Option<&'a str>,
+}
+
+impl ServedKueueApi<'_> {
+    /// The releases whose CRDs serve these versions, read from each tag's
+    /// `config/components/crd/bases`: LocalQueue is served as v1beta2 from
+    /// v0.15.0 (v1beta1 only before); Cohort as v1beta1 from v0.13.0
+    /// (v1alpha1 only in v0.12). `(oldest, before)`: at or after the first,
+    /// and before the second where there is one.
+    pub fn releases(&self) -> (KueueVersion, Option<KueueVersion>) {
+        let v0_13 = KueueVersion::new(0, 13, 0);
+        let v0_15 = KueueVersion::new(0, 15, 0);
+        match (self.local_queue, self.cohort) {
+            ("v1beta2", _) => (v0_15, None),
+            (_, Some("v1alpha1")) => (KueueVersion::OLDEST_MODELLED, Some(v0_13)),
+            (_, Some("v1beta1")) => (v0_13, Some(v0_15)),
+            _ => (KueueVersion::OLDEST_MODELLED, Some(v0_15)),
+        }
+    }
+
+    /// Why `configured` cannot be the release that serves these versions (a
+    /// model of the wrong Kueue gives wrong verdicts), or `None` when it can be.
+    pub fn contradicts(&self, configured: KueueVersion) -> Option<String> {
+        let (oldest, before) = self.releases();
+        let range = match before {
+            Some(before) => format!("Kueue {oldest} up to {before} (not included)"),
+            None => format!("Kueue {oldest} or later"),
+        };
+        let fits = configured >= oldest && before.is_none_or(|before| configured < before);
+        let cohort = self.cohort.map(|version| format!(" and Cohort as {version}")).unwrap_or_default();
+        (!fits).then(|| {
+            format!(
+                "the config's kueue.version is {configured}, but the API server serves LocalQueue as \
+                 kueue.x-k8s.io/{}{cohort}, as {range} does: set kueue.version to the release the cluster runs",
+                self.local_queue
+            )
+        })
+    }
+}
+
 impl Default for KueueVersion {
     fn default() -> Self {
         Self::NEWEST_MODELLED
@@ -199,6 +244,32 @@ mod tests {
         assert!(v("v0.12.0").is_modelled() && v("v0.16.6").is_modelled() && v("v0.19.2").is_modelled());
         assert!(v("v0.19.9").is_modelled(), "a later patch of the newest minor");
         assert!(!v("v0.11.9").is_modelled() && !v("v0.20.0").is_modelled() && !v("v1.19.2").is_modelled());
+    }
+
+    #[test]
+    fn the_served_api_bounds_the_release() {
+        let v = |text| KueueVersion::parse(text).unwrap();
+        let newest = ServedKueueApi { local_queue: "v1beta2", cohort: Some("v1beta2") };
+        assert_eq!(newest.contradicts(v("v0.15.0")), None);
+        assert_eq!(newest.contradicts(v("v0.19.2")), None);
+        assert_eq!(
+            newest.contradicts(v("v0.14.8")).unwrap(),
+            "the config's kueue.version is v0.14.8, but the API server serves LocalQueue as kueue.x-k8s.io/v1beta2 \
+             and Cohort as v1beta2, as Kueue v0.15.0 or later does: set kueue.version to the release the cluster runs"
+        );
+        let v0_14 = ServedKueueApi { local_queue: "v1beta1", cohort: Some("v1beta1") };
+        assert_eq!(v0_14.contradicts(v("v0.13.0")), None);
+        assert_eq!(v0_14.contradicts(v("v0.14.8")), None);
+        assert!(
+            v0_14.contradicts(v("v0.15.0")).unwrap().contains("as Kueue v0.13.0 up to v0.15.0 (not included) does")
+        );
+        assert!(v0_14.contradicts(v("v0.12.10")).is_some());
+        let v0_12 = ServedKueueApi { local_queue: "v1beta1", cohort: Some("v1alpha1") };
+        assert_eq!(v0_12.contradicts(v("v0.12.10")), None);
+        assert!(v0_12.contradicts(v("v0.13.0")).is_some());
+        let no_cohorts = ServedKueueApi { local_queue: "v1beta1", cohort: None };
+        assert_eq!(no_cohorts.contradicts(v("v0.14.8")), None);
+        assert!(no_cohorts.contradicts(v("v0.16.6")).is_some());
     }
 
     #[test]
