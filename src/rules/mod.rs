@@ -169,7 +169,7 @@ pub(crate) fn passes(view: &impl ClusterView, changed: Subject<'_>) -> bool {
 }
 
 fn checks(view: &impl ClusterView, subject: Subject<'_>, explain: Explain) -> Result<Vec<String>, Denial> {
-    let queue_name = subject.workload.queue_name();
+    let queue_name = subject.workload.queue_name_read_by(view.kueue_config().version);
     // Each ways-out list is worked out only for a denial: it runs every check per LocalQueue.
     let working = |except: &str| match explain {
         Explain::WaysOut => working_queues(view, subject, except),
@@ -182,7 +182,13 @@ fn checks(view: &impl ClusterView, subject: Subject<'_>, explain: Explain) -> Re
     if let Some(name) = queue_name {
         // The validating webhook sees the mutated object: name the annotation when it is where the label came from.
         let from_namespace = view.namespace(subject.namespace).and_then(|ns| ns.default_queue.as_deref()) == Some(name);
-        let source = if from_namespace { queue::QueueSource::NamespaceAnnotation } else { queue::QueueSource::Label };
+        let from_deprecated = view.kueue_config().version.reads_queue_annotation()
+            && subject.workload.deprecated_queue_annotation() == Some(name);
+        let source = match (from_namespace, from_deprecated) {
+            (true, _) => queue::QueueSource::NamespaceAnnotation,
+            (false, true) => queue::QueueSource::DeprecatedAnnotation,
+            (false, false) => queue::QueueSource::Label,
+        };
         queue::check_local_queue(view, subject, name, source, || working(name))?;
     }
     let priority = priority?;

@@ -69,7 +69,7 @@ pub fn unverified_owner_denial(view: &impl ClusterView, subject: Subject<'_>, ow
     let mut alone = subject.workload.clone();
     alone.metadata.owner_references = None;
     let queue = alone
-        .queue_name()
+        .queue_name_read_by(view.kueue_config().version)
         .map(str::to_string)
         .or_else(|| view.namespace(subject.namespace).and_then(|ns| ns.default_queue.clone()));
     let works_alone = queue.is_some_and(|queue| {

@@ -13,6 +13,8 @@ pub const DEFAULT_LOCAL_QUEUE: &str = "default";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueueSource {
     Label,
+    /// The deprecated queue-name annotation, which Kueue before v0.15 reads.
+    DeprecatedAnnotation,
     NamespaceAnnotation,
     DefaultLocalQueue,
 }
@@ -21,21 +23,28 @@ impl QueueSource {
     fn describe(self) -> &'static str {
         match self {
             Self::Label => "label kueue.x-k8s.io/queue-name",
+            Self::DeprecatedAnnotation => "annotation kueue.x-k8s.io/queue-name (deprecated; read before Kueue v0.15)",
             Self::NamespaceAnnotation => "namespace annotation kueue.x-k8s.io/default-queue-name",
             Self::DefaultLocalQueue => "the namespace's LocalQueue named 'default'",
         }
     }
 }
 
-/// The queue a new workload should carry: its own label, else the namespace
-/// annotation, else a LocalQueue named `default` where Kueue's own webhook
-/// would give it that one (see [`KueueConfig::defaults_local_queue_in`]).
+/// The queue a new workload should carry: its own label, else (before Kueue
+/// v0.15) its deprecated queue-name annotation, else the namespace annotation,
+/// else a LocalQueue named `default` where Kueue's own webhook would give it
+/// that one (see [`KueueConfig::defaults_local_queue_in`]).
 /// `Ok(None)`: it bypasses Kueue.
 ///
 /// [`KueueConfig::defaults_local_queue_in`]: crate::cluster::kueue_config::KueueConfig::defaults_local_queue_in
 pub fn resolve(view: &impl ClusterView, subject: Subject<'_>) -> Result<Option<(String, QueueSource)>, Denial> {
     if let Some(name) = subject.workload.queue_name() {
         return Ok(Some((name.to_string(), QueueSource::Label)));
+    }
+    // Kueue before v0.15 queues it there and defaults nothing over it; the
+    // label it gets says the same and keeps it queued after an upgrade.
+    if let Some(name) = subject.workload.queue_name_read_by(view.kueue_config().version) {
+        return Ok(Some((name.to_string(), QueueSource::DeprecatedAnnotation)));
     }
     let annotated = view.namespace(subject.namespace).and_then(|ns| ns.default_queue.as_deref());
     if let Some(name) = annotated {
@@ -156,6 +165,9 @@ fn missing_local_queue(
             "set label {QUEUE_NAME_LABEL} to one of them, or ask the namespace owner to point annotation \
              {DEFAULT_QUEUE_ANNOTATION} at one"
         ),
+        QueueSource::DeprecatedAnnotation => {
+            format!("set label {QUEUE_NAME_LABEL} to one of them (Kueue reads it before the annotation)")
+        }
         QueueSource::DefaultLocalQueue => "use one of them".to_string(),
     };
     let has_queues = view.local_queues(namespace).next().is_some();
@@ -274,6 +286,42 @@ mod tests {
             let resolved = resolve(&state_of_release(release, &documents), job_subject(&job)).unwrap();
             assert_eq!(resolved.is_some(), labelled, "{release}: {resolved:?}");
         }
+    }
+
+    #[test]
+    fn before_v0_15_the_deprecated_queue_annotation_names_the_queue() {
+        let annotated = |queue: &str| -> crate::workload::Workload {
+            let job = testkit::JobBuilder::evalhub("team-a-namespace").annotation("kueue.x-k8s.io/queue-name", queue);
+            serde_json::from_value(job.build()).unwrap()
+        };
+        let job = annotated("shared-queue");
+        let v0_14 = state_of_release("v0.14.8", &[crate::rules::fixtures::SEED_STATE]);
+        let v0_15 = state_of_release("v0.15.0", &[crate::rules::fixtures::SEED_STATE]);
+        let resolved = resolve(&v0_14, job_subject(&job)).unwrap();
+        assert_eq!(resolved, Some(("shared-queue".to_string(), QueueSource::DeprecatedAnnotation)));
+        // From v0.15 Kueue reads the label only: the namespace's default applies.
+        let resolved = resolve(&v0_15, job_subject(&job)).unwrap();
+        assert_eq!(resolved, Some(("eval-queue".to_string(), QueueSource::NamespaceAnnotation)));
+        // The queue the annotation names is checked like a label's.
+        let missing = annotated("nope");
+        let denial = crate::rules::check_queued(&v0_14, job_subject(&missing)).unwrap_err();
+        assert_eq!(denial.reason, Reason::MissingLocalQueue);
+        assert!(
+            denial.message.contains(
+                "names LocalQueue 'nope' (annotation kueue.x-k8s.io/queue-name (deprecated; read before Kueue v0.15))"
+            ),
+            "{}",
+            denial.message
+        );
+        assert!(crate::rules::check_queued(&v0_15, job_subject(&missing)).is_ok());
+        // The label it gets says the same queue, which keeps it queued after an upgrade to v0.15.
+        let config = crate::config::Config::default();
+        let crate::rules::Verdict::Allow { shape, .. } =
+            crate::rules::mutate_create(&config, &v0_14, job_subject(&job))
+        else {
+            panic!("an annotated job is queued")
+        };
+        assert_eq!(shape.queue_label.as_deref(), Some("shared-queue"));
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub fn must_start_suspended(queue: Option<&str>) -> bool {
 pub fn check_unsuspend(config: &Config, subject: Subject<'_>, old: &Workload, username: &str) -> Result<(), Denial> {
     let new = subject.workload;
     let unsuspended = old.is_suspended() && !new.is_suspended();
-    let Some(queue) = new.queue_name() else {
+    let Some(queue) = new.queue_name_read_by(config.kueue.version) else {
         return Ok(());
     };
     if !unsuspended || config.is_kueue_controller(username) {

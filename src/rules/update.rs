@@ -23,7 +23,8 @@ pub fn check_update(
     username: &str,
 ) -> Result<(Vec<String>, bool), Denial> {
     let new = subject.workload;
-    let (old_queue, new_queue) = (old.queue_name(), new.queue_name());
+    let version = view.kueue_config().version;
+    let (old_queue, new_queue) = (old.queue_name_read_by(version), new.queue_name_read_by(version));
     if let (Some(was), None) = (old_queue, new_queue) {
         return Err(Denial::new(
             Reason::QueueLabelRemoved,

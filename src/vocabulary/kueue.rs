@@ -8,6 +8,9 @@ pub const KUEUE_GROUP: &str = "kueue.x-k8s.io";
 pub const LOCAL_QUEUE_CRD: &str = "localqueues.kueue.x-k8s.io";
 
 pub const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
+/// The same key as an annotation: Kueue before v0.15 reads it where the label
+/// is missing or empty ([`KueueVersion::reads_queue_annotation`]).
+pub const QUEUE_NAME_ANNOTATION: &str = "kueue.x-k8s.io/queue-name";
 pub const PRIORITY_CLASS_LABEL: &str = "kueue.x-k8s.io/priority-class";
 /// The namespace annotation naming a default queue (not an upstream Kueue feature).
 pub const DEFAULT_QUEUE_ANNOTATION: &str = "kueue.x-k8s.io/default-queue-name";
@@ -100,6 +103,13 @@ impl KueueVersion {
     pub fn is_modelled(self) -> bool {
         (Self::OLDEST_MODELLED..=Self::NEWEST_MODELLED).contains(&self)
             || (self.major, self.minor) == (Self::NEWEST_MODELLED.major, Self::NEWEST_MODELLED.minor)
+    }
+
+    /// Whether `jobframework.QueueNameForObject` falls back to the deprecated
+    /// queue-name annotation when the label is missing or empty: up to
+    /// v0.14.8; from v0.15.0 it reads the label only.
+    pub fn reads_queue_annotation(self) -> bool {
+        !self.since(0, 15, 0)
     }
 
     /// At or after `major.minor.patch`.

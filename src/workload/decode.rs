@@ -9,7 +9,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::SelectedAnnotations;
-use crate::vocabulary::kueue::JOB_MIN_PARALLELISM_ANNOTATION;
+use crate::vocabulary::kueue::{JOB_MIN_PARALLELISM_ANNOTATION, QUEUE_NAME_ANNOTATION};
 use crate::vocabulary::own_names::CHECKPOINTING_ANNOTATION;
 
 /// Gives each type a `Deserialize` that takes only a JSON object. serde's
@@ -150,6 +150,8 @@ impl<'de> Deserialize<'de> for SelectedAnnotations {
                         selected.checkpointing = map.next_value()?;
                     } else if key == JOB_MIN_PARALLELISM_ANNOTATION {
                         selected.job_min_parallelism = map.next_value()?;
+                    } else if key == QUEUE_NAME_ANNOTATION {
+                        selected.queue_name = map.next_value()?;
                     } else {
                         map.next_value::<IgnoredAny>()?;
                     }

@@ -25,7 +25,7 @@ pub use placement::Placement;
 pub use requests::PodSetRequests;
 pub use transform::{ResourceSettings, Transformation};
 
-use crate::vocabulary::kueue::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
+use crate::vocabulary::kueue::{KueueVersion, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
 
 /// A string decoded from a review: up to 24 bytes are held inline, so label
 /// keys and values and resource names, the bulk of the strings a review
@@ -104,6 +104,8 @@ impl OwnerReference {
 pub struct SelectedAnnotations {
     pub checkpointing: Option<String>,
     pub job_min_parallelism: Option<String>,
+    /// The deprecated `kueue.x-k8s.io/queue-name` annotation.
+    pub queue_name: Option<String>,
 }
 
 /// `spec` of a Job (`template`) or of a JobSet (`replicatedJobs`).
@@ -266,8 +268,20 @@ impl Workload {
         self.metadata.labels.is_some()
     }
 
+    /// The queue label, not empty.
     pub fn queue_name(&self) -> Option<&str> {
         self.label(QUEUE_NAME_LABEL).filter(|name| !name.is_empty())
+    }
+
+    /// The LocalQueue Kueue `version` reads for it: the label, else, before
+    /// v0.15, the deprecated annotation (`QueueNameForObject`).
+    pub fn queue_name_read_by(&self, version: KueueVersion) -> Option<&str> {
+        self.queue_name().or_else(|| self.deprecated_queue_annotation().filter(|_| version.reads_queue_annotation()))
+    }
+
+    /// The deprecated queue-name annotation, not empty.
+    pub fn deprecated_queue_annotation(&self) -> Option<&str> {
+        self.metadata.annotations.as_ref()?.queue_name.as_deref().filter(|name| !name.is_empty())
     }
 
     pub fn priority_class_label(&self) -> Option<&str> {
