@@ -314,6 +314,14 @@ mod tests {
             denial.message
         );
         assert!(crate::rules::check_queued(&v0_15, job_subject(&missing)).is_ok());
+        // The label comes first, and a denial names it.
+        let labelled = job.with_label(QUEUE_NAME_LABEL, Some("nope"));
+        let denial = crate::rules::check_queued(&v0_14, job_subject(&labelled)).unwrap_err();
+        assert!(
+            denial.message.contains("names LocalQueue 'nope' (label kueue.x-k8s.io/queue-name)"),
+            "{}",
+            denial.message
+        );
         // The label it gets says the same queue, which keeps it queued after an upgrade to v0.15.
         let config = crate::config::Config::default();
         let crate::rules::Verdict::Allow { shape, .. } =
