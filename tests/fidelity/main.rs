@@ -356,6 +356,46 @@ fn cause(category: Category, eval: &EvalVerdict, kueue: &KueueVerdict) -> String
     }
 }
 
+/// The set-ups a run judges: `from..n`, or those FIDELITY_SETUPS lists (a
+/// file of indices, such as `model_verdicts` finds changed by a fix).
+fn setups(from: u64, n: u64) -> Vec<u64> {
+    let Some(path) = std::env::var_os("FIDELITY_SETUPS") else { return (from..n).collect() };
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("FIDELITY_SETUPS {path:?}: {e}"));
+    text.split_whitespace().map(|index| index.parse().expect("FIDELITY_SETUPS lists set-up indices")).collect()
+}
+
+/// The model's verdicts alone, one line per set-up (`index reason queued`), for
+/// FIDELITY_FROM..FIDELITY_N into FIDELITY_VERDICTS: run on the trees before and
+/// after a change to the model, the lines that differ are the set-ups to judge
+/// again (FIDELITY_SETUPS) instead of the whole range.
+#[test]
+#[ignore = "a tool: FIDELITY_VERDICTS names where to write"]
+fn model_verdicts() {
+    let (from, n, seed) = (env_u64("FIDELITY_FROM", 0), env_u64("FIDELITY_N", 2000), env_u64("FIDELITY_SEED", 1));
+    let out = std::env::var("FIDELITY_VERDICTS").expect("FIDELITY_VERDICTS: where to write");
+    let config = model_config();
+    let next = AtomicU64::new(from);
+    let lines = Mutex::new(BTreeMap::new());
+    std::thread::scope(|scope| {
+        for _ in 0..std::thread::available_parallelism().map_or(2, |p| p.get()) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= n {
+                        break;
+                    }
+                    let scenario = generate::scenario(seed, index);
+                    let eval = eval_verdict(&config, &scenario.objects, &scenario.workload);
+                    let line = format!("{index} {} {}", eval.reason, eval.queued);
+                    lines.lock().unwrap().insert(index, line);
+                }
+            });
+        }
+    });
+    let lines = lines.into_inner().unwrap();
+    std::fs::write(&out, lines.into_values().collect::<Vec<_>>().join("\n") + "\n").unwrap();
+}
+
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -466,7 +506,8 @@ fn differential_fixed_seed() {
     let binary = oracle::build(judged_release().as_deref());
     let config = model_config();
 
-    let next = AtomicU64::new(from);
+    let indices = setups(from, n);
+    let next = AtomicU64::new(0);
     let table = Mutex::new(Table::default());
     let saved: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
     let started = std::time::Instant::now();
@@ -474,11 +515,7 @@ fn differential_fixed_seed() {
         for _ in 0..jobs {
             scope.spawn(|| {
                 let mut judge = Oracle::start(&binary);
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= n {
-                        break;
-                    }
+                while let Some(&index) = indices.get(next.fetch_add(1, Ordering::Relaxed) as usize) {
                     let scenario = generate::scenario(seed, index);
                     let eval = eval_verdict(&config, &scenario.objects, &scenario.workload);
                     let kueue = needs_judge(&eval).then(|| judge.judge(&scenario.id, &scenario.objects, &eval.object));
@@ -548,7 +585,7 @@ fn differential_fixed_seed() {
     if let Ok(out) = std::env::var("FIDELITY_REPORT") {
         std::fs::write(out, &report).unwrap();
     }
-    assert_eq!(table.setups, n.saturating_sub(from));
+    assert_eq!(table.setups, indices.len() as u64);
 
     // The ratchet: at the recorded seed and size, no disagreement may grow.
     let baseline_path = repo("tests/fidelity/baseline.json");
@@ -558,7 +595,7 @@ fn differential_fixed_seed() {
         return;
     }
     let baseline: Value = serde_json::from_slice(&std::fs::read(&baseline_path).unwrap()).unwrap();
-    if baseline["seed"] == seed && baseline["n"] == n && from == 0 {
+    if baseline["seed"] == seed && baseline["n"] == n && from == 0 && std::env::var_os("FIDELITY_SETUPS").is_none() {
         let recorded: Table = serde_json::from_value(baseline["table"].clone()).unwrap();
         let mut grew = Vec::new();
         for (category, count) in &table.counts {
