@@ -82,7 +82,7 @@ func judge(sc *scenario) (verdict, error) {
 	if err := applyDefaultLocalQueue(ctx, env.client, obj, env.queues.DefaultLocalQueueExist, sel); err != nil {
 		return verdict{}, err
 	}
-	jobframework.ApplyDefaultWorkloadPriorityClass(ctx, env.client, obj)
+	applyDefaultWorkloadPriorityClass(ctx, env.client, obj)
 	// Then the job controller (jobframework JobReconciler.ReconcileGenericJob):
 	// the namespace, for a job with a queue name only under
 	// ManagedJobsNamespaceSelectorAlwaysRespected (beta, on, from v0.15; locked

@@ -163,9 +163,9 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 				continue
 			}
 			for _, fr := range sortedFlavorResources(usage) {
-				now := cq.Available(fr).Int64()
+				now := available(cq, fr)
 				restore := snap.SimulateWorkloadRemoval([]*workload.Info{evalInfo})
-				without := cq.Available(fr).Int64()
+				without := available(cq, fr)
 				restore()
 				if without <= now {
 					continue // the evaluation's quota is not what this queue lacks
@@ -475,7 +475,7 @@ func borrowedBy(ctx context.Context, env *kueueEnv, cq string, usage resources.F
 	borrowed := map[resources.FlavorResource]int64{}
 	for fr := range usage {
 		if queue != nil && queue.Borrowing(fr) {
-			borrowed[fr] = queue.ResourceNode.Usage[fr].Int64() - queue.QuotaFor(fr).Nominal.Int64()
+			borrowed[fr] = quotaUsage(queue, fr) - nominalQuota(queue, fr)
 		}
 	}
 	return borrowed, nil
@@ -696,9 +696,9 @@ func fillAmounts(ctx context.Context, env *kueueEnv, usage resources.FlavorResou
 		if target.RGByResource(fr.Resource) == nil {
 			continue // the queue does not cover it
 		}
-		left := target.Available(fr).Int64()
+		left := available(target, fr)
 		if beyond != nil {
-			left = min(left, target.QuotaFor(fr).Nominal.Int64()+beyond[fr]-target.ResourceNode.Usage[fr].Int64())
+			left = min(left, nominalQuota(target, fr)+beyond[fr]-quotaUsage(target, fr))
 		}
 		if left > 0 {
 			if byFlavor[fr.Flavor] == nil {

@@ -12,10 +12,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/scheduler"
 )
 
 // applyDefaultLocalQueue: v0.18.2 labels the job in any namespace (the
@@ -23,6 +28,11 @@ import (
 func applyDefaultLocalQueue(_ context.Context, _ client.Client, obj client.Object, exist func(string) bool, _ labels.Selector) error {
 	jobframework.ApplyDefaultLocalQueue(obj, exist)
 	return nil
+}
+
+// applyDefaultWorkloadPriorityClass: as in v0.19.
+func applyDefaultWorkloadPriorityClass(ctx context.Context, cl client.Client, obj client.Object) {
+	jobframework.ApplyDefaultWorkloadPriorityClass(ctx, cl, obj)
 }
 
 func constructWorkload(ctx context.Context, cl client.Client, job jobframework.GenericJob) (*kueue.Workload, error) {
@@ -37,4 +47,29 @@ func noFitReason(*qcache.Manager, *kueue.Workload) (string, bool) {
 // withLimitRangeIndex: v0.18 lists LimitRanges with Container items only.
 func withLimitRangeIndex(builder *fake.ClientBuilder) *fake.ClientBuilder {
 	return builder.WithIndex(&corev1.LimitRange{}, indexer.LimitRangeHasContainerType, indexer.IndexLimitRangeHasContainerType)
+}
+
+// quotaCheckOptions and quotaCheckStrategy: as in v0.19.
+func quotaCheckOptions(cfg *configapi.Configuration) []scheduler.Option {
+	return []scheduler.Option{scheduler.WithQuotaCheckStrategy(quotaCheckStrategy(cfg))}
+}
+
+func quotaCheckStrategy(cfg *configapi.Configuration) configapi.QuotaCheckStrategy {
+	if features.Enabled(features.QuotaCheckStrategy) && cfg.Resources != nil && cfg.Resources.QuotaCheckStrategy != nil {
+		return *cfg.Resources.QuotaCheckStrategy
+	}
+	return configapi.QuotaCheckBlockUndeclared
+}
+
+// available, nominalQuota and quotaUsage: as in v0.19 (resources.Amount).
+func available(cq *schdcache.ClusterQueueSnapshot, fr resources.FlavorResource) int64 {
+	return cq.Available(fr).Int64()
+}
+
+func nominalQuota(cq *schdcache.ClusterQueueSnapshot, fr resources.FlavorResource) int64 {
+	return cq.QuotaFor(fr).Nominal.Int64()
+}
+
+func quotaUsage(cq *schdcache.ClusterQueueSnapshot, fr resources.FlavorResource) int64 {
+	return cq.ResourceNode.Usage[fr].Int64()
 }

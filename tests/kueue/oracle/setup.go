@@ -38,7 +38,6 @@ import (
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	kueueconfig "sigs.k8s.io/kueue/pkg/config"
-	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/scheduler"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
@@ -344,13 +343,13 @@ func newEnv(ctx context.Context, c *cluster, extra ...client.Object) (*kueueEnv,
 
 	env := &kueueEnv{ctx: ctx, log: log, client: cl, cache: cache, queues: queues, events: &utiltesting.EventRecorder{},
 		clock: testingclock.NewFakeClock(submittedAt.Add(time.Minute))}
-	env.scheduler = scheduler.New(queues, cache, cl, env.events,
+	schedOpts := []scheduler.Option{
 		scheduler.WithClock(nil, env.clock),
 		scheduler.WithFairSharing(c.config.FairSharing),
 		scheduler.WithAdmissionFairSharing(c.config.AdmissionFairSharing),
 		scheduler.WithPreemptionExpectations(expectations),
-		scheduler.WithQuotaCheckStrategy(quotaCheckStrategy(&c.config)),
-	)
+	}
+	env.scheduler = scheduler.New(queues, cache, cl, env.events, append(schedOpts, quotaCheckOptions(&c.config)...)...)
 	env.scheduler.SetAdmissionRoutineWrapperForOracle(routine.NewWrapper(
 		func() { env.admitting.Add(1) },
 		func() { env.admitting.Done() },
@@ -431,12 +430,4 @@ func (e *kueueEnv) get(name, namespace string) (*kueue.Workload, error) {
 	var wl kueue.Workload
 	err := e.client.Get(e.ctx, client.ObjectKey{Name: name, Namespace: namespace}, &wl)
 	return &wl, err
-}
-
-// quotaCheckStrategy is cmd/kueue/main.go's: the Configuration's, with its gate on.
-func quotaCheckStrategy(cfg *configapi.Configuration) configapi.QuotaCheckStrategy {
-	if features.Enabled(features.QuotaCheckStrategy) && cfg.Resources != nil && cfg.Resources.QuotaCheckStrategy != nil {
-		return *cfg.Resources.QuotaCheckStrategy
-	}
-	return configapi.QuotaCheckBlockUndeclared
 }
