@@ -364,7 +364,8 @@ fn setups(from: u64, n: u64) -> Vec<u64> {
     text.split_whitespace().map(|index| index.parse().expect("FIDELITY_SETUPS lists set-up indices")).collect()
 }
 
-/// The model's verdicts alone, one line per set-up (`index reason queued`), for
+/// The model's verdicts alone, one line per set-up (`index reason queued` and
+/// a hash of the message, which names the ways out), for
 /// FIDELITY_FROM..FIDELITY_N into FIDELITY_VERDICTS: run on the trees before and
 /// after a change to the model, the lines that differ are the set-ups to judge
 /// again (FIDELITY_SETUPS) instead of the whole range.
@@ -386,7 +387,11 @@ fn model_verdicts() {
                     }
                     let scenario = generate::scenario(seed, index);
                     let eval = eval_verdict(&config, &scenario.objects, &scenario.workload);
-                    let line = format!("{index} {} {}", eval.reason, eval.queued);
+                    // The message carries the ways out: a fix may change them alone.
+                    let mut message = std::hash::DefaultHasher::new();
+                    std::hash::Hash::hash(&eval.message, &mut message);
+                    let message = std::hash::Hasher::finish(&message);
+                    let line = format!("{index} {} {} {message:016x}", eval.reason, eval.queued);
                     lines.lock().unwrap().insert(index, line);
                 }
             });
