@@ -9,7 +9,7 @@
 //! namespaceSelector), and `FlavorAssigner.assignFlavors` with
 //! `fitsResourceQuota` (uncovered resources and the maximum capacity).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use super::verdict::Inadmissible;
 use super::verdict::{Denial, RequestAtMost, Subject, WayOut};
@@ -241,10 +241,21 @@ fn assign_scanning(
             let group_index = queue.resource_groups.iter().position(|g| std::ptr::eq(g, group)).unwrap_or(0);
             let start = starts.get(&(pod_set_index, group_index)).copied().unwrap_or(0);
             let mut attempted = start;
+            let group_keys: BTreeSet<&str> = group
+                .flavors
+                .iter()
+                .filter_map(|flavor| view.resource_flavor(&flavor.name))
+                .flat_map(|flavor| flavor.node_labels.keys().map(String::as_str))
+                .collect();
+            let keys = if view.kueue_config().version.reads_group_label_keys() {
+                placement::LabelKeys::OfTheGroup(&group_keys)
+            } else {
+                placement::LabelKeys::OfTheFlavor
+            };
             for (flavor_index, flavor) in group.flavors.iter().enumerate().skip(start) {
                 attempted = flavor_index;
                 if let Some(resource_flavor) = view.resource_flavor(&flavor.name)
-                    && let Some(misfit) = placement::misfit(resource_flavor, &pod_set.placement)
+                    && let Some(misfit) = placement::misfit(resource_flavor, &pod_set.placement, keys)
                 {
                     misfits
                         .push(Described { name: &flavor.name, flavor: resource_flavor, misfit: &misfit }.to_string());

@@ -112,6 +112,15 @@ impl KueueVersion {
         !self.since(0, 15, 0)
     }
 
+    /// Whether the flavor assigner reads a pod template's node selector and
+    /// required node affinity on the label keys of every flavor of the
+    /// resource group (`ResourceGroup.LabelKeys` in `flavorSelector`) rather
+    /// than the flavor's own: before v0.17.6, and in v0.18.0 and v0.18.1
+    /// (Kueue #12449 is in v0.17.6 and v0.18.2).
+    pub fn reads_group_label_keys(self) -> bool {
+        !(self.since(0, 18, 2) || (self.minor == 17 && self.since(0, 17, 6)))
+    }
+
     /// At or after `major.minor.patch`.
     pub fn since(self, major: u16, minor: u16, patch: u16) -> bool {
         self >= Self::new(major, minor, patch)
@@ -254,6 +263,18 @@ mod tests {
         assert!(v("v0.12.0").is_modelled() && v("v0.16.6").is_modelled() && v("v0.19.2").is_modelled());
         assert!(v("v0.19.9").is_modelled(), "a later patch of the newest minor");
         assert!(!v("v0.11.9").is_modelled() && !v("v0.20.0").is_modelled() && !v("v1.19.2").is_modelled());
+    }
+
+    #[test]
+    fn kueue_12449_reads_each_flavors_own_label_keys_from_v0_17_6_and_v0_18_2() {
+        let v = |text| KueueVersion::parse(text).unwrap();
+        for (release, group) in
+            [("v0.12.10", true), ("v0.16.6", true), ("v0.17.5", true), ("v0.17.6", false), ("v0.18.0", true)]
+                .into_iter()
+                .chain([("v0.18.1", true), ("v0.18.2", false), ("v0.19.0", false), ("v0.19.2", false)])
+        {
+            assert_eq!(v(release).reads_group_label_keys(), group, "{release}");
+        }
     }
 
     #[test]
