@@ -397,28 +397,38 @@ impl ClusterView for ClusterState {
         let served = self.served.get_or_init(|| {
             let managed: Vec<(&String, &NamespaceInfo)> =
                 self.namespaces.iter().filter(|(_, ns)| self.kueue_config.manages_namespace(&ns.labels)).collect();
+            // Each namespace's floor once; most namespaces have none.
             let settings = &self.kueue_config.resources;
-            let floor = |namespace: &str| -> ResourceAmounts {
-                let floor = self.limit_summaries.get(namespace).map(LimitSummary::request_floor).unwrap_or_default();
-                floor.into_iter().filter(|(resource, _)| settings.counts_at_least_asked(resource)).collect()
-            };
+            let floors: HashMap<&str, ResourceAmounts> = self
+                .limit_summaries
+                .iter()
+                .map(|(namespace, summary)| {
+                    let floor = summary.request_floor().into_iter();
+                    (
+                        namespace.as_str(),
+                        floor.filter(|(resource, _)| settings.counts_at_least_asked(resource)).collect(),
+                    )
+                })
+                .filter(|(_, floor): &(&str, ResourceAmounts)| !floor.is_empty())
+                .collect();
             let mut served = HashMap::new();
             for (name, queue) in &self.cluster_queues {
                 let NamespaceSelector::Selector(selector) = &queue.namespace_selector else { continue };
                 let mut least: Option<ResourceAmounts> = None;
                 for (namespace, _) in managed.iter().filter(|(_, ns)| selector.matches(&ns.labels)) {
-                    let here = floor(namespace);
-                    least = Some(match least {
-                        None => here,
-                        // Only what every namespace forces is forced: the lesser of each.
-                        Some(mut kept) => {
-                            kept.retain(|resource, _| here.contains_key(resource));
-                            for (resource, amount) in &mut kept {
-                                *amount = (*amount).min(here[resource]);
-                            }
-                            kept
-                        }
-                    });
+                    let Some(here) = floors.get(namespace.as_str()) else {
+                        least = Some(ResourceAmounts::new());
+                        break; // a namespace that forces nothing: nothing is forced
+                    };
+                    // Only what every namespace forces is forced: the lesser of each.
+                    let kept = least.get_or_insert_with(|| here.clone());
+                    kept.retain(|resource, _| here.contains_key(resource));
+                    for (resource, amount) in kept.iter_mut() {
+                        *amount = (*amount).min(here[resource]);
+                    }
+                    if kept.is_empty() {
+                        break;
+                    }
                 }
                 if let Some(least) = least {
                     served.insert(name.clone(), least);
