@@ -241,13 +241,16 @@ fn assign_scanning(
             let group_index = queue.resource_groups.iter().position(|g| std::ptr::eq(g, group)).unwrap_or(0);
             let start = starts.get(&(pod_set_index, group_index)).copied().unwrap_or(0);
             let mut attempted = start;
+            // Gathered only for a Kueue that reads them: no allocation per review otherwise.
+            let reads_group_keys = view.kueue_config().version.reads_group_label_keys();
             let group_keys: BTreeSet<&str> = group
                 .flavors
                 .iter()
+                .filter(|_| reads_group_keys)
                 .filter_map(|flavor| view.resource_flavor(&flavor.name))
                 .flat_map(|flavor| flavor.node_labels.keys().map(String::as_str))
                 .collect();
-            let keys = if view.kueue_config().version.reads_group_label_keys() {
+            let keys = if reads_group_keys {
                 placement::LabelKeys::OfTheGroup(&group_keys)
             } else {
                 placement::LabelKeys::OfTheFlavor
@@ -599,6 +602,28 @@ mod tests {
         }
         let job: crate::workload::Workload = serde_json::from_value(job).unwrap();
         check_queued(&state, job_subject(&job))
+    }
+
+    #[test]
+    fn before_kueue_12449_a_flavor_without_a_key_its_group_has_is_excluded() {
+        // Found by the v0.16.6 judge (s1-769): plain-gpu has no product label, a100 in its group has one.
+        let mixed = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: plain-gpu}\n---\n\
+            apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: mixed-cq}\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n\
+            \x20 - {coveredResources: [cpu, memory], flavors: [{name: default-flavor, resources: [{name: cpu, nominalQuota: 8}, {name: memory, nominalQuota: 64Gi}]}]}\n\
+            \x20 - {coveredResources: [nvidia.com/gpu], flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}, \
+            {name: plain-gpu, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]}\n\
+            ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: mixed, namespace: team-a-namespace}\nspec: {clusterQueue: mixed-cq}\n";
+        let mut job = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "mixed")], None);
+        let spec = &mut job["spec"]["template"]["spec"];
+        spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = serde_json::json!("1");
+        spec["nodeSelector"] = serde_json::json!({"nvidia.com/gpu.product": "H100"});
+        let job: crate::workload::Workload = serde_json::from_value(job).unwrap();
+        let verdict =
+            |release| check_queued(&state_of_release(release, &[SEED_STATE, GPU_FLAVORS, mixed]), job_subject(&job));
+        assert!(verdict("v0.19.2").is_ok(), "plain-gpu's own keys do not include the product");
+        let denial = verdict("v0.16.6").unwrap_err();
+        assert_eq!(denial.reason, Reason::NoMatchingFlavor, "{}", denial.message);
+        assert!(denial.message.contains("flavor plain-gpu has no label nvidia.com/gpu.product"), "{}", denial.message);
     }
 
     #[test]
