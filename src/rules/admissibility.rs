@@ -109,7 +109,13 @@ pub fn check(
 /// its integration must be enabled and its namespace selected by
 /// managedJobsNamespaceSelector, queue label or not. Otherwise Kueue never
 /// creates its Workload, and the suspend Kueue's webhook (or ours) set stays.
-pub fn check_managed(view: &impl ClusterView, subject: Subject<'_>) -> Result<(), Inadmissible> {
+/// `unlabelled_bypasses`: whether the workload without its queue label would
+/// get no queue at all, so removing the label is a way out.
+pub fn check_managed(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    unlabelled_bypasses: bool,
+) -> Result<(), Inadmissible> {
     let config = view.kueue_config();
     let framework = subject.kind.kueue_framework();
     if !config.framework_enabled(framework) {
@@ -125,15 +131,18 @@ pub fn check_managed(view: &impl ClusterView, subject: Subject<'_>) -> Result<()
     let empty = BTreeMap::new();
     let labels = view.namespace(subject.namespace).map_or(&empty, |ns| &ns.labels);
     if !config.manages_labelled_jobs_in(labels) {
+        let or_unlabelled = if unlabelled_bypasses {
+            format!(", or remove the label {} to run without Kueue", crate::vocabulary::kueue::QUEUE_NAME_LABEL)
+        } else {
+            String::new()
+        };
         return Err(Inadmissible::new(
             Reason::NamespaceNotManaged,
             format!(
                 "Kueue does not manage namespace '{}': its managedJobsNamespaceSelector '{}' does not select it, so \
                  Kueue ignores jobs there even with a queue label; ask the cluster administrator to label the \
-                 namespace to match, or remove the label {} to run without Kueue",
-                subject.namespace,
-                config.managed_jobs_namespace_selector,
-                crate::vocabulary::kueue::QUEUE_NAME_LABEL
+                 namespace to match{or_unlabelled}",
+                subject.namespace, config.managed_jobs_namespace_selector,
             ),
         ));
     }
@@ -435,6 +444,31 @@ mod tests {
         // team-a-namespace lacks the label the Configuration selects.
         assert_eq!(reason_in(&[CONFIG], "team-a-namespace", "eval-queue"), Err(Reason::NamespaceNotManaged));
         assert!(reason_in(&[], "team-a-namespace", "eval-queue").is_ok(), "release defaults manage it");
+    }
+
+    #[test]
+    fn removing_the_label_is_offered_only_when_no_queue_comes_back() {
+        let job = evalhub_job("plain", Some("eval-queue"));
+        let queue = |name: &str| {
+            format!(
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {{name: {name}, namespace: plain}}\n\
+                 spec: {{clusterQueue: team-a-cq}}\n"
+            )
+        };
+        let message = |queues: &[&str]| {
+            let documents: Vec<String> = queues.iter().map(|name| queue(name)).collect();
+            let mut all = vec![SEED_STATE, CONFIG];
+            all.extend(documents.iter().map(String::as_str));
+            let denial = check_queued(&state_of_release("v0.16.6", &all), job_subject(&job)).unwrap_err();
+            assert_eq!(denial.reason, Reason::NamespaceNotManaged, "{}", denial.message);
+            denial.message
+        };
+        let alone = message(&["eval-queue"]);
+        assert!(alone.contains(", or remove the label kueue.x-k8s.io/queue-name to run without Kueue"), "{alone}");
+        // Kueue v0.16.6's webhook would give the unlabelled job LocalQueue
+        // `default` (Kueue #13374), and it would wait all the same.
+        let with_default = message(&["eval-queue", "default"]);
+        assert!(!with_default.contains("remove the label"), "{with_default}");
     }
 
     #[test]
