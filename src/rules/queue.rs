@@ -286,6 +286,15 @@ mod tests {
             let resolved = resolve(&state_of_release(release, &documents), job_subject(&job)).unwrap();
             assert_eq!(resolved.is_some(), labelled, "{release}: {resolved:?}");
         }
+        // The Red Hat build calls Kueue's webhook only in managed namespaces:
+        // no release of it labels the job there.
+        let red_hat = crate::vocabulary::kueue::KueueInstall {
+            version: crate::vocabulary::kueue::KueueVersion::parse("v0.16.6").unwrap(),
+            webhooks_only_in_managed_namespaces: true,
+            ..Default::default()
+        };
+        let state = crate::cluster::state_file::parse_for(documents.join("\n---\n").as_bytes(), &red_hat).unwrap();
+        assert_eq!(resolve(&state, job_subject(&job)).unwrap(), None);
     }
 
     #[test]

@@ -204,6 +204,13 @@ pub struct KueueInstall {
     /// Who Kueue's writes come as (it unsuspends Jobs it admits). Unset: the
     /// controller manager's service account in `namespace`.
     pub controller_usernames: Option<Vec<String>>,
+    /// Whether Kueue's webhooks are called only in the namespaces its
+    /// managedJobsNamespaceSelector selects. The Red Hat build's are: its
+    /// operator sets that selector to `kueue.openshift.io/managed: "true"` and
+    /// adds the same label to every namespaced webhook's namespaceSelector
+    /// (openshift/kueue-operator pkg/webhook `mergeNamespaceSelectors`), so
+    /// Kueue neither defaults a queue nor suspends a job anywhere else.
+    pub webhooks_only_in_managed_namespaces: bool,
 }
 
 impl Default for KueueInstall {
@@ -213,6 +220,7 @@ impl Default for KueueInstall {
             namespace: DEFAULT_NAMESPACE.to_string(),
             config_map: CONFIG_MAP.to_string(),
             controller_usernames: None,
+            webhooks_only_in_managed_namespaces: false,
         }
     }
 }

@@ -203,6 +203,7 @@ impl Parser {
             resources,
             quota_check_strategy,
             feature_gates,
+            webhooks_only_in_managed_namespaces: kueue.webhooks_only_in_managed_namespaces,
             startup_errors: Vec::new(),
         };
         self.validate(&config);

@@ -206,6 +206,9 @@ pub struct KueueConfig {
     /// `featureGates` from the file. Gates may instead come from the
     /// `--feature-gates` flag, which a ConfigMap does not show.
     pub feature_gates: BTreeMap<String, bool>,
+    /// The installer calls Kueue's webhooks only in managed namespaces
+    /// ([`KueueInstall::webhooks_only_in_managed_namespaces`]).
+    pub webhooks_only_in_managed_namespaces: bool,
     /// Why Kueue v0.19.2 would refuse to start with this Configuration (at most
     /// 20, then a count); empty when it would start.
     pub startup_errors: Vec<String>,
@@ -237,6 +240,7 @@ impl KueueConfig {
             resources: ResourceSettings::default(),
             quota_check_strategy: None,
             feature_gates: BTreeMap::new(),
+            webhooks_only_in_managed_namespaces: kueue.webhooks_only_in_managed_namespaces,
             startup_errors: Vec::new(),
         }
     }
@@ -326,10 +330,12 @@ impl KueueConfig {
     /// (jobframework `ApplyDefaultLocalQueue`, gate LocalQueueDefaulting). From
     /// v0.18.5 and v0.19.1 only where managedJobsNamespaceSelector selects the
     /// namespace (`ApplyDefaultLocalQueueWithManagedJobsNamespaceSelector`,
-    /// Kueue #13374); in v0.19.0 and up to v0.18.4, in any namespace.
+    /// Kueue #13374); in v0.19.0 and up to v0.18.4, in any namespace, unless
+    /// the webhooks are called only in managed namespaces.
     pub fn defaults_local_queue_in(&self, namespace_labels: &BTreeMap<String, String>) -> bool {
         let v = self.version;
-        let respects_selector = v.since(0, 19, 1) || (v.since(0, 18, 5) && !v.since(0, 19, 0));
+        let respects_selector =
+            self.webhooks_only_in_managed_namespaces || v.since(0, 19, 1) || (v.since(0, 18, 5) && !v.since(0, 19, 0));
         self.gate(LOCAL_QUEUE_DEFAULTING_GATE) && (!respects_selector || self.manages_namespace(namespace_labels))
     }
 
@@ -359,14 +365,17 @@ impl KueueConfig {
     /// with a queue-name label, in any namespace; without one, only under
     /// manageJobsWithoutQueueName in a managed namespace. A labelled job in an
     /// unmanaged namespace is therefore suspended and never reconciled: it
-    /// waits forever. (Pod-based integrations check the namespace first.)
+    /// waits forever; unless the webhooks are called only in managed
+    /// namespaces. (Pod-based integrations check the namespace first.)
     pub fn suspends_on_create(
         &self,
         framework: &str,
         namespace_labels: &BTreeMap<String, String>,
         has_queue_name: bool,
     ) -> bool {
-        self.framework_enabled(framework)
+        let called = !self.webhooks_only_in_managed_namespaces || self.manages_namespace(namespace_labels);
+        called
+            && self.framework_enabled(framework)
             && (has_queue_name || (self.manage_jobs_without_queue_name && self.manages_namespace(namespace_labels)))
     }
 
@@ -541,6 +550,13 @@ mod tests {
         }
         let off = parse_as("v0.16.6", "featureGates: {LocalQueueDefaulting: false}\n", V1BETA1);
         assert!(!off.defaults_local_queue_in(&inside) && off.startup_errors.is_empty());
+        // The Red Hat build calls the webhook in managed namespaces only, whatever the release.
+        let red_hat = KueueInstall { webhooks_only_in_managed_namespaces: true, ..kueue("v0.12.10") };
+        for release in ["v0.12.10", "v0.16.6", "v0.18.2"] {
+            let install = KueueInstall { version: KueueVersion::parse(release).unwrap(), ..red_hat.clone() };
+            let config = KueueConfig::parse_for(&format!("{V1BETA1}{selector}"), &install).unwrap();
+            assert!(config.defaults_local_queue_in(&inside) && !config.defaults_local_queue_in(&outside), "{release}");
+        }
         let locked = parse_as("v0.17.0", "featureGates: {LocalQueueDefaulting: false}\n", V1BETA1);
         assert!(locked.startup_errors[0].contains("locked to true in Kueue v0.17.0"), "{:?}", locked.startup_errors);
     }
@@ -818,6 +834,14 @@ mod tests {
         assert!(!config.reconciles_job("batch/job", &managed, false), "manageJobsWithoutQueueName is off");
         assert!(!config.reconciles_job("batch/job", &unmanaged, true), "a queue label does not override the selector");
         assert!(config.suspends_on_create("batch/job", &unmanaged, true), "...but the webhook still suspends it");
+        let install = KueueInstall { webhooks_only_in_managed_namespaces: true, ..KueueInstall::default() };
+        let red_hat = KueueConfig::parse_for(
+            &format!("{V1BETA2}managedJobsNamespaceSelector:\n  matchLabels: {{kueue-managed: \"true\"}}\n"),
+            &install,
+        )
+        .unwrap();
+        assert!(!red_hat.suspends_on_create("batch/job", &unmanaged, true), "...unless it is not called there");
+        assert!(red_hat.suspends_on_create("batch/job", &managed, true));
         assert!(!config.suspends_on_create("batch/job", &managed, false));
         assert!(!config.reconciles_job("jobset.x-k8s.io/jobset", &managed, true), "framework not enabled");
         assert!(!config.suspends_on_create("jobset.x-k8s.io/jobset", &managed, true));
