@@ -148,11 +148,15 @@ install_yaml() {
 	replace_with_tmp_dir "$dest"
 }
 
+# GO_MODFILE: when set, the go.mod the go commands below read instead of
+# MODDIR/go.mod (with its .sum beside it): another release's pinned module set.
+go_flags() { echo "-mod=readonly -buildvcs=false${GO_MODFILE:+ -modfile=$GO_MODFILE}"; }
+
 # module_dir MODDIR MODULE: where the Go module cache holds the sources of
 # MODULE at the version the module in MODDIR requires.
 module_dir() {
 	local dir
-	dir=$(env -C "$1" GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' "$2") || die "go list -m $2 failed in $1"
+	dir=$(env -C "$1" GOFLAGS="$(go_flags)" go list -m -f '{{.Dir}}' "$2") || die "go list -m $2 failed in $1"
 	[[ -n $dir && -d $dir ]] || die "no sources of $2 in the module cache (from $1/go.mod)"
 	echo "$dir"
 }
@@ -179,7 +183,7 @@ copy_webhooks() {
 go_build() {
 	local dir=$1
 	shift
-	env -C "$dir" CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath "$@"
+	env -C "$dir" CGO_ENABLED=0 GOFLAGS="$(go_flags)" go build -trimpath "$@"
 }
 
 # go_version: the Go release that builds, for the progress lines.

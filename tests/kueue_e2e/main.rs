@@ -18,6 +18,8 @@
 //!
 //! (e) checks the in-process judge of tests/fidelity against this real
 //! controller, on one set-up of each kind of disagreement the generator found.
+//! (f) runs Kueue v0.16.6 as the Red Hat build of Kueue installs it, in an
+//! environment of its own.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -25,10 +27,11 @@ mod common;
 mod oracle;
 
 // One module per claim. With `--test-threads 1` tests run in name order,
-// which these names keep as it was: (a), (c), (b), (d), (e).
+// which these names keep as it was: (a), (c), (b), (f), (d), (e).
 mod admission;
 mod preemption;
 mod queue_defaulting;
+mod red_hat;
 mod unsuspend_guard;
 mod verdicts;
 

@@ -12,7 +12,13 @@ use super::repo;
 /// Runs a builder from hack/ (it skips what its cache already has) and returns
 /// the `key=value` lines it prints on stdout.
 pub fn build(script: &str) -> Result<Vec<(String, PathBuf)>> {
-    let output = Command::new(repo(script)).stderr(Stdio::inherit()).output().with_context(|| script.to_string())?;
+    build_with(script, &[])
+}
+
+/// [`build`] with arguments (e.g. which release).
+pub fn build_with(script: &str, args: &[&str]) -> Result<Vec<(String, PathBuf)>> {
+    let output =
+        Command::new(repo(script)).args(args).stderr(Stdio::inherit()).output().with_context(|| script.to_string())?;
     ensure!(output.status.success(), "{script} failed ({})", output.status);
     let stdout = String::from_utf8(output.stdout)?;
     Ok(stdout

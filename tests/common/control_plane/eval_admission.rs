@@ -15,6 +15,9 @@ use super::{ControlPlane, Kubectl, Usage, free_port, repo};
 /// how the API server reaches it: a loopback URL and the environment's CA.
 pub struct EvalAdmission {
     bin: PathBuf,
+    /// The rendered webhook configurations it registers (a folder with
+    /// mutating.yaml and validating.yaml).
+    webhooks: PathBuf,
     config: Mutex<PathBuf>,
     kubectl: Kubectl,
     ca_bundle: String,
@@ -31,10 +34,17 @@ pub struct EvalAdmission {
 impl EvalAdmission {
     /// Starts `bin serve` with the policy `config` and registers it.
     pub fn start(plane: &ControlPlane, bin: &Path, config: &Path) -> Result<Self> {
+        Self::start_with(plane, bin, config, &repo("manifests/base/webhooks"))
+    }
+
+    /// [`Self::start`], registered with the configurations in `webhooks`
+    /// (another profile's, e.g. manifests/redhat-kueue/webhooks).
+    pub fn start_with(plane: &ControlPlane, bin: &Path, config: &Path, webhooks: &Path) -> Result<Self> {
         let dir = plane.dir.join("eval-admission");
         let (cert, key) = plane.ca.issue_files(&dir, "tls", Usage::Server(&["127.0.0.1", "localhost"]))?;
         let server = Self {
             bin: bin.to_path_buf(),
+            webhooks: webhooks.to_path_buf(),
             config: Mutex::new(config.to_path_buf()),
             kubectl: plane.kubectl.clone(),
             ca_bundle: plane.ca.bundle(),
@@ -111,12 +121,13 @@ impl EvalAdmission {
             .collect()
     }
 
-    /// The shipped configurations, each webhook pointed at this server.
+    /// Its configurations (the shipped ones unless started with others), each
+    /// webhook pointed at this server.
     pub fn registration(&self) -> Result<Vec<Value>> {
         ["mutating.yaml", "validating.yaml"]
             .iter()
             .map(|file| {
-                let path = repo("manifests/base/webhooks").join(file);
+                let path = self.webhooks.join(file);
                 let mut configuration: Value = serde_yaml::from_str(&std::fs::read_to_string(&path)?)?;
                 for webhook in configuration["webhooks"].as_array_mut().context("webhooks")? {
                     let path = webhook["clientConfig"]["service"]["path"].as_str().context("service path")?.to_string();

@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 // Each user of this module takes a different part of these.
 #[allow(unused_imports)]
-pub use builders::{build, built, clients_venv};
+pub use builders::{build, build_with, built, clients_venv};
 #[allow(unused_imports)]
 pub use environment::Environment;
 #[allow(unused_imports)]
@@ -46,7 +46,7 @@ pub use eval_admission::EvalAdmission;
 #[allow(unused_imports)]
 pub use kubectl::{Kubectl, condition_true};
 #[allow(unused_imports)]
-pub use kueue::{Kueue, webhooks_by_url};
+pub use kueue::{Kueue, KueueSetup, webhooks_by_url};
 #[allow(unused_imports)]
 pub use plane::ControlPlane;
 #[allow(unused_imports)]
