@@ -26,11 +26,17 @@ pub fn check_update(
     let version = view.kueue_config().version;
     let (old_queue, new_queue) = (old.queue_name_read_by(version), new.queue_name_read_by(version));
     if let (Some(was), None) = (old_queue, new_queue) {
+        // Before Kueue v0.15 the queue may have come from the deprecated annotation alone.
+        let (removed, keep) = if old.queue_name().is_some() {
+            ("label", "Keep the label")
+        } else {
+            ("annotation", "Keep the annotation")
+        };
         return Err(Denial::new(
             Reason::QueueLabelRemoved,
             format!(
-                "{subject}: removing label {QUEUE_NAME_LABEL} (was '{was}') would let this evaluation run outside Kueue. \
-                 Keep the label; to run it differently, delete and recreate it."
+                "{subject}: removing {removed} {QUEUE_NAME_LABEL} (was '{was}') would let this evaluation run outside \
+                 Kueue. {keep}; to run it differently, delete and recreate it."
             ),
         ));
     }
@@ -83,6 +89,19 @@ mod tests {
         let new = relabel(old.clone(), QUEUE_NAME_LABEL, None);
         let denial = check_update(&config, &state, job_subject(&new), &old, "alice").unwrap_err();
         assert_eq!(denial.reason, Reason::QueueLabelRemoved);
+        assert!(denial.message.contains("removing label kueue.x-k8s.io/queue-name (was 'eval-queue')"));
+
+        // Before v0.15 a job queued by the deprecated annotation alone: its removal is named as such.
+        let v0_14 = state_of_release("v0.14.8", &[crate::rules::fixtures::SEED_STATE]);
+        let annotated = testkit::JobBuilder::evalhub("team-a-namespace").annotation(QUEUE_NAME_LABEL, "eval-queue");
+        let mut cleared = annotated.clone().suspend(true).build();
+        cleared["metadata"]["annotations"].as_object_mut().unwrap().remove(QUEUE_NAME_LABEL);
+        let annotated: Workload = serde_json::from_value(annotated.suspend(true).build()).unwrap();
+        let cleared: Workload = serde_json::from_value(cleared).unwrap();
+        let denial = check_update(&config, &v0_14, job_subject(&cleared), &annotated, "alice").unwrap_err();
+        assert_eq!(denial.reason, Reason::QueueLabelRemoved);
+        assert!(denial.message.contains("removing annotation kueue.x-k8s.io/queue-name (was 'eval-queue')"));
+        assert!(denial.message.contains("Keep the annotation;"), "{}", denial.message);
     }
 
     #[test]
