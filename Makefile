@@ -35,10 +35,19 @@ test-timed:
 # Everything that needs no control plane: rules, review CLI, HTTPS server, the
 # server against hostile clients (tests/hostile_clients.rs), and
 # the differential test against Kueue's scheduler (tests/fidelity: a fixed seed
-# of 2,000 set-ups; it builds the oracle with Go through hack/build-oracle.sh).
+# of 2,000 set-ups; it builds the oracle with Go through hack/build-oracle.sh),
+# then a smaller fixed seed judged by each older release pinned in
+# tests/kueue/releases, at the size its tests/fidelity/baseline-RELEASE.json records.
+PINNED_RELEASES := $(basename $(notdir $(wildcard tests/kueue/releases/*.mod)))
 test-local:
 	$(CARGO) test --locked -p testkit
 	$(CARGO) test --locked --lib --bins --test layers --test review_cli --test server_https --test hostile_clients --test fidelity --test image
+	@for release in $(PINNED_RELEASES); do \
+	  recorded() { sed -n "s/^  \"$$1\": *\([0-9]*\).*/\1/p" tests/fidelity/baseline-$$release.json; }; \
+	  n=$$(recorded n); seed=$$(recorded seed); \
+	  echo "fidelity: seed $$seed, $$n set-ups, judged by Kueue $$release"; \
+	  FIDELITY_KUEUE=$$release FIDELITY_N=$$n FIDELITY_SEED=$$seed $(CARGO) test --locked --test fidelity differential_fixed_seed || exit 1; \
+	done
 
 unit:
 	$(CARGO) test --locked --lib

@@ -11,7 +11,9 @@
 //!
 //! `differential_fixed_seed` runs in `make test` (FIDELITY_N set-ups, default
 //! 2,000, seed 1) and fails when a disagreement count rises above the recorded
-//! baseline (tests/fidelity/baseline.json) or the judge errs; `make fidelity
+//! baseline (tests/fidelity/baseline.json) or the judge errs; `make test` runs
+//! it again, smaller, for each older release with a pinned module set
+//! (tests/kueue/releases), against baseline-RELEASE.json; `make fidelity
 //! N=...` runs as many as asked and prints the table. `replayed_cases` replays
 //! the saved disagreements in tests/fidelity/cases/.
 //!
@@ -593,13 +595,17 @@ fn differential_fixed_seed() {
     assert_eq!(table.setups, indices.len() as u64);
 
     // The ratchet: at the recorded seed and size, no disagreement may grow.
-    let baseline_path = repo("tests/fidelity/baseline.json");
+    let baseline_path = baseline_path();
     if std::env::var_os("FIDELITY_BLESS").is_some() {
         let record = serde_json::json!({"seed": seed, "n": n, "table": table});
         std::fs::write(&baseline_path, serde_json::to_string_pretty(&record).unwrap() + "\n").unwrap();
         return;
     }
-    let baseline: Value = serde_json::from_slice(&std::fs::read(&baseline_path).unwrap()).unwrap();
+    let Ok(baseline) = std::fs::read(&baseline_path) else {
+        assert!(judged_release().is_some(), "{} is missing", baseline_path.display());
+        return; // a release nothing was recorded for yet: the table is the answer
+    };
+    let baseline: Value = serde_json::from_slice(&baseline).unwrap();
     if baseline["seed"] == seed && baseline["n"] == n && from == 0 && std::env::var_os("FIDELITY_SETUPS").is_none() {
         let recorded: Table = serde_json::from_value(baseline["table"].clone()).unwrap();
         let mut grew = Vec::new();
@@ -610,6 +616,37 @@ fn differential_fixed_seed() {
             }
         }
         assert!(grew.is_empty(), "disagreements with Kueue grew against tests/fidelity/baseline.json: {grew:?}");
+    }
+}
+
+/// The recorded table the fixed seed of the judged release must not fall
+/// behind: tests/fidelity/baseline.json for the pinned release, and
+/// baseline-RELEASE.json for another (`make test` runs each release in
+/// tests/kueue/releases at its recorded size).
+fn baseline_path() -> PathBuf {
+    match judged_release() {
+        Some(release) => repo(&format!("tests/fidelity/baseline-{release}.json")),
+        None => repo("tests/fidelity/baseline.json"),
+    }
+}
+
+/// `make test` judges each pinned release against its recorded table: one
+/// without a table would be judged by nothing.
+#[test]
+fn every_pinned_release_has_a_recorded_table() {
+    let releases = std::fs::read_dir(repo("tests/kueue/releases")).unwrap();
+    let mut pinned: Vec<String> = releases
+        .filter_map(|entry| entry.unwrap().file_name().to_string_lossy().strip_suffix(".mod").map(str::to_string))
+        .collect();
+    pinned.sort();
+    assert!(!pinned.is_empty());
+    for release in pinned {
+        let path = repo(&format!("tests/fidelity/baseline-{release}.json"));
+        let record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| {
+            panic!("{}: {e} (FIDELITY_BLESS=1 FIDELITY_KUEUE={release} make fidelity records it)", path.display())
+        }))
+        .unwrap();
+        assert!(record["n"].as_u64().is_some_and(|n| n > 0), "{}", path.display());
     }
 }
 
