@@ -615,7 +615,7 @@ fn differential_fixed_seed() {
                 grew.push(format!("{}: {before} -> {count}", category.label()));
             }
         }
-        assert!(grew.is_empty(), "disagreements with Kueue grew against tests/fidelity/baseline.json: {grew:?}");
+        assert!(grew.is_empty(), "disagreements with Kueue grew against {}: {grew:?}", baseline_path.display());
     }
 }
 
