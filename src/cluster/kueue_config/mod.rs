@@ -83,23 +83,35 @@ pub const BUILT_IN_FRAMEWORKS: [&str; 18] = [
     "workload.codeflare.dev/appwrapper",
 ];
 
-/// The frameworks the ConfigMap shipped with the v0.19.2 release enables
-/// (config/components/manager/controller_manager_config.yaml, and the Helm
-/// chart's default `managerConfig`): more than the built-in default.
-pub const RELEASE_MANIFEST_FRAMEWORKS: [&str; 12] = [
-    "batch/job",
-    "kubeflow.org/mpijob",
-    "ray.io/rayjob",
-    "ray.io/raycluster",
-    "ray.io/rayservice",
-    "jobset.x-k8s.io/jobset",
-    "workload.codeflare.dev/appwrapper",
-    "trainer.kubeflow.org/trainjob",
-    "pod",
-    "deployment",
-    "statefulset",
-    "leaderworkerset.x-k8s.io/leaderworkerset",
-];
+/// The frameworks the ConfigMap shipped with `version`'s release enables
+/// (config/components/manager/controller_manager_config.yaml at each tag, and
+/// the Helm chart's default `managerConfig`): more than the built-in default.
+/// RayService from v0.17, TrainJob from v0.14, the pod-based integrations
+/// from v0.16; the Kubeflow training operator's jobs until v0.18.
+pub fn release_manifest_frameworks(version: KueueVersion) -> Vec<&'static str> {
+    let mut frameworks = vec!["batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster"];
+    if version.since(0, 17, 0) {
+        frameworks.push("ray.io/rayservice");
+    }
+    frameworks.push("jobset.x-k8s.io/jobset");
+    if !version.since(0, 19, 0) {
+        frameworks.extend([
+            "kubeflow.org/paddlejob",
+            "kubeflow.org/pytorchjob",
+            "kubeflow.org/tfjob",
+            "kubeflow.org/xgboostjob",
+            "kubeflow.org/jaxjob",
+        ]);
+    }
+    frameworks.push("workload.codeflare.dev/appwrapper");
+    if version.since(0, 14, 0) {
+        frameworks.push("trainer.kubeflow.org/trainjob");
+    }
+    if version.since(0, 16, 0) {
+        frameworks.extend(["pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"]);
+    }
+    frameworks
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApiVersion {
@@ -245,12 +257,12 @@ impl KueueConfig {
         }
     }
 
-    /// What a cluster installed from the v0.19.2 release manifests or Helm
-    /// chart runs with, its ConfigMap unchanged: the defaults plus the
-    /// [`RELEASE_MANIFEST_FRAMEWORKS`].
+    /// What a cluster installed from its release's manifests or Helm chart
+    /// runs with, its ConfigMap unchanged: the defaults plus the
+    /// [`release_manifest_frameworks`].
     pub fn release_manifest(kueue: &KueueInstall) -> Self {
         KueueConfig {
-            frameworks: RELEASE_MANIFEST_FRAMEWORKS.iter().map(|f| f.to_string()).collect(),
+            frameworks: release_manifest_frameworks(kueue.version).into_iter().map(str::to_string).collect(),
             ..KueueConfig::defaults_for(ConfigSource::ReleaseManifest, kueue)
         }
     }
@@ -559,6 +571,22 @@ mod tests {
         }
         let locked = parse_as("v0.17.0", "featureGates: {LocalQueueDefaulting: false}\n", V1BETA1);
         assert!(locked.startup_errors[0].contains("locked to true in Kueue v0.17.0"), "{:?}", locked.startup_errors);
+    }
+
+    #[test]
+    fn each_release_manifest_enables_its_own_frameworks() {
+        let count = |release: &str| release_manifest_frameworks(KueueVersion::parse(release).unwrap()).len();
+        assert_eq!(
+            [count("v0.12.10"), count("v0.14.8"), count("v0.16.6"), count("v0.18.2"), count("v0.19.2")],
+            [11, 12, 16, 17, 12]
+        );
+        for release in ["v0.12.10", "v0.19.2"] {
+            let config = KueueConfig::release_manifest(&kueue(release));
+            assert!(config.framework_enabled("batch/job") && config.framework_enabled("jobset.x-k8s.io/jobset"));
+        }
+        assert!(KueueConfig::release_manifest(&kueue("v0.18.2")).framework_enabled("kubeflow.org/pytorchjob"));
+        assert!(!KueueConfig::release_manifest(&kueue("v0.19.2")).framework_enabled("kubeflow.org/pytorchjob"));
+        assert!(!KueueConfig::release_manifest(&kueue("v0.14.8")).framework_enabled("pod"));
     }
 
     #[test]
