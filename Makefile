@@ -36,9 +36,9 @@ test-timed:
 # server against hostile clients (tests/hostile_clients.rs), and
 # the differential test against Kueue's scheduler (tests/fidelity: a fixed seed
 # of 2,000 set-ups; it builds the oracle with Go through hack/build-oracle.sh),
-# then a smaller fixed seed judged by each older release pinned in
-# tests/kueue/releases, at the size its tests/fidelity/baseline-RELEASE.json records.
-PINNED_RELEASES := $(basename $(notdir $(wildcard tests/kueue/releases/*.mod)))
+# then a smaller fixed seed judged by each older release whose table is
+# recorded (tests/fidelity/baseline-RELEASE.json), at the size recorded there.
+PINNED_RELEASES := $(patsubst tests/fidelity/baseline-%.json,%,$(wildcard tests/fidelity/baseline-v*.json))
 test-local:
 	$(CARGO) test --locked -p testkit
 	$(CARGO) test --locked --lib --bins --test layers --test review_cli --test server_https --test hostile_clients --test fidelity --test image

@@ -12,8 +12,8 @@
 //! `differential_fixed_seed` runs in `make test` (FIDELITY_N set-ups, default
 //! 2,000, seed 1) and fails when a disagreement count rises above the recorded
 //! baseline (tests/fidelity/baseline.json) or the judge errs; `make test` runs
-//! it again, smaller, for each older release with a pinned module set
-//! (tests/kueue/releases), against baseline-RELEASE.json; `make fidelity
+//! it again, smaller, for each older release with a recorded table
+//! (baseline-RELEASE.json, its module set in tests/kueue/releases); `make fidelity
 //! N=...` runs as many as asked and prints the table. `replayed_cases` replays
 //! the saved disagreements in tests/fidelity/cases/.
 //!
@@ -630,24 +630,27 @@ fn baseline_path() -> PathBuf {
     }
 }
 
-/// `make test` judges each pinned release against its recorded table: one
-/// without a table would be judged by nothing.
+/// `make test` judges each release with a recorded table
+/// (baseline-RELEASE.json) at the table's size: each must be a release with a
+/// pinned module set, recorded with no disagreement. (A judge under
+/// construction has a module set and no table yet.)
 #[test]
-fn every_pinned_release_has_a_recorded_table() {
-    let releases = std::fs::read_dir(repo("tests/kueue/releases")).unwrap();
-    let mut pinned: Vec<String> = releases
-        .filter_map(|entry| entry.unwrap().file_name().to_string_lossy().strip_suffix(".mod").map(str::to_string))
-        .collect();
-    pinned.sort();
-    assert!(!pinned.is_empty());
-    for release in pinned {
-        let path = repo(&format!("tests/fidelity/baseline-{release}.json"));
-        let record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| {
-            panic!("{}: {e} (FIDELITY_BLESS=1 FIDELITY_KUEUE={release} make fidelity records it)", path.display())
-        }))
-        .unwrap();
-        assert!(record["n"].as_u64().is_some_and(|n| n > 0), "{}", path.display());
+fn every_recorded_release_is_pinned_and_agrees() {
+    let mut recorded = 0;
+    for entry in std::fs::read_dir(repo("tests/fidelity")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let Some(release) = name.strip_prefix("baseline-").and_then(|n| n.strip_suffix(".json")) else { continue };
+        let pinned = repo(&format!("tests/kueue/releases/{release}.mod"));
+        assert!(pinned.exists(), "{name}: no module set {}", pinned.display());
+        let record: Value =
+            serde_json::from_slice(&std::fs::read(repo(&format!("tests/fidelity/{name}"))).unwrap()).unwrap();
+        let table: Table = serde_json::from_value(record["table"].clone()).unwrap();
+        assert!(record["n"].as_u64().is_some_and(|n| n > 0) && table.setups > 0, "{name}");
+        let wrong: Vec<_> = table.counts.iter().filter(|(c, n)| c.is_disagreement() && **n > 0).collect();
+        assert!(wrong.is_empty(), "{name}: {wrong:?}");
+        recorded += 1;
     }
+    assert!(recorded >= 2, "v0.16.6 and v0.18.2 at least");
 }
 
 /// The saved disagreements: Kueue's answer must not change (the judge is
