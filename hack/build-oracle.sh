@@ -32,7 +32,7 @@ ORACLE_DIR=$EVAL_ADMISSION_CACHE/kueue-$RELEASE
 ORACLE_BIN=$ORACLE_DIR/oracle-bin/oracle
 
 build_stamp() {
-	cat "${BASH_SOURCE[0]}" "$base_mod" "$base_sum" "$KUEUE_MOD_DIR"/oracle/*.go "$KUEUE_MOD_DIR"/oracle/_kueue-scheduler/*.go |
+	cat "${BASH_SOURCE[0]}" "$base_mod" "$base_sum" "$KUEUE_MOD_DIR"/oracle/*.go "$KUEUE_MOD_DIR"/oracle/*/*.go |
 		sha256sum | cut -d' ' -f1
 }
 

