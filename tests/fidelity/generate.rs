@@ -205,8 +205,34 @@ pub fn scenario(seed: u64, index: u64) -> Scenario {
     wide_jobset(&mut placing, &mut workload);
     adjusted_resources(&mut placing, &mut objects, &mut workload);
     resource_settings(&mut placing, &mut objects, &mut workload);
+    if !judged_release_since(0, 15, 0) {
+        to_v1beta1(&mut objects);
+    }
 
     Scenario { id: format!("s{seed}-{index}"), objects, workload }
+}
+
+/// The same set-up in Kueue's v1beta1 API, for a release before v0.15.0,
+/// which serves no kueue.x-k8s.io/v1beta2 (it arrives in v0.15.0): every
+/// Kueue object's apiVersion, and the one field the generator writes whose
+/// name differs, ClusterQueue `spec.cohortName` (v1beta1 `spec.cohort`;
+/// apis/kueue/v1beta1 clusterqueue_conversion.go at v0.16.6). The rest of
+/// what it writes has the same names and meaning in both (checked against
+/// the v1beta1 types at v0.14.8). Done after the draw, so the set-up is the
+/// one the same seed gives the default judge.
+fn to_v1beta1(objects: &mut [Value]) {
+    for object in objects.iter_mut() {
+        if object["apiVersion"] != "kueue.x-k8s.io/v1beta2" {
+            continue;
+        }
+        object["apiVersion"] = json!("kueue.x-k8s.io/v1beta1");
+        if object["kind"] == "ClusterQueue"
+            && let Some(spec) = object["spec"].as_object_mut()
+            && let Some(cohort) = spec.remove("cohortName")
+        {
+            spec.insert("cohort".into(), cohort);
+        }
+    }
 }
 
 fn queue_label(rng: &mut Rng, eval_queues: &[String]) -> Option<String> {
@@ -372,7 +398,11 @@ fn admission_check(name: &str, active: bool) -> Value {
 }
 
 fn kueue_config(rng: &mut Rng) -> Value {
-    let mut config = String::from("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n");
+    // Before v0.15.0 Kueue knows config v1beta1 only, where waitForPodsReady
+    // and fairSharing are on with `enable: true` (v1beta2: by being there).
+    let v1beta1 = !judged_release_since(0, 15, 0);
+    let (api_version, enable) = if v1beta1 { ("v1beta1", "  enable: true\n") } else { ("v1beta2", "") };
+    let mut config = format!("apiVersion: config.kueue.x-k8s.io/{api_version}\nkind: Configuration\n");
     config.push_str("integrations:\n  frameworks:\n  - batch/job\n");
     if rng.chance(85) {
         config.push_str("  - jobset.x-k8s.io/jobset\n");
@@ -381,10 +411,12 @@ fn kueue_config(rng: &mut Rng) -> Value {
         config.push_str("managedJobsNamespaceSelector:\n  matchLabels:\n    kueue-managed: \"true\"\n");
     }
     if rng.chance(30) {
-        config.push_str("waitForPodsReady:\n  timeout: 5m\n");
+        config.push_str(&format!("waitForPodsReady:\n{enable}  timeout: 5m\n"));
     }
     if rng.chance(20) {
-        config.push_str("fairSharing:\n  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n");
+        config.push_str(&format!(
+            "fairSharing:\n{enable}  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n"
+        ));
     }
     json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
