@@ -395,8 +395,13 @@ impl ClusterView for ClusterState {
 
     fn request_floor(&self, cluster_queue: &str) -> Option<&ResourceAmounts> {
         let served = self.served.get_or_init(|| {
-            let managed: Vec<(&String, &NamespaceInfo)> =
-                self.namespaces.iter().filter(|(_, ns)| self.kueue_config.manages_namespace(&ns.labels)).collect();
+            // Another user's workload comes labelled: Kueue takes it up where
+            // it manages labelled jobs, before v0.15 in any namespace.
+            let managed: Vec<(&String, &NamespaceInfo)> = self
+                .namespaces
+                .iter()
+                .filter(|(_, ns)| self.kueue_config.manages_labelled_jobs_in(&ns.labels))
+                .collect();
             // Each namespace's floor once; most namespaces have none.
             let settings = &self.kueue_config.resources;
             let floors: HashMap<&str, ResourceAmounts> = self
@@ -495,5 +500,26 @@ mod tests {
         assert_eq!(memory(&view), Some(crate::vocabulary::quantity::Quantity::parse("1Gi").unwrap()));
         view.remove("LimitRange", "a", "l");
         assert_eq!(memory(&view), None);
+    }
+
+    #[test]
+    fn before_v0_15_a_queue_for_an_unmanaged_namespace_still_takes_workloads() {
+        // Kueue v0.14's ReconcileGenericJob applies managedJobsNamespaceSelector
+        // to unlabelled jobs only (ManagedJobsNamespaceSelectorAlwaysRespected
+        // off): a labelled job from team-a is managed, so a queue selecting
+        // only team-a can admit, and reclaim.
+        let documents = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\n\
+            data:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta1\n    kind: Configuration\n    \
+            managedJobsNamespaceSelector: {matchLabels: {kueue-managed: \"true\"}}\n---\n\
+            apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a, labels: {kubernetes.io/metadata.name: team-a}}\n---\n\
+            apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\n\
+            spec: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: team-a}}}\n";
+        let in_release = |release: &str| {
+            let version = crate::vocabulary::kueue::KueueVersion::parse(release).unwrap();
+            let kueue = KueueInstall { version, ..KueueInstall::default() };
+            state_file::parse_for(documents, &kueue).unwrap().selects_a_managed_namespace("q")
+        };
+        assert!(in_release("v0.14.8"));
+        assert!(!in_release("v0.16.6"));
     }
 }

@@ -32,11 +32,13 @@ pub trait ClusterView {
     fn runtime_overhead(&self, class: &str) -> Option<&ResourceAmounts>;
     /// The uid of an owner of a Kueue-managed kind, when the view holds it.
     fn owner_uid(&self, owner: &OwnerKey) -> Option<&str>;
-    /// Whether the ClusterQueue's namespaceSelector selects some namespace Kueue
-    /// manages: where a user could put a LocalQueue pointing at it.
+    /// Whether the ClusterQueue's namespaceSelector selects some namespace
+    /// where Kueue manages a labelled job (`KueueConfig::manages_labelled_jobs_in`:
+    /// before v0.15, any namespace): where a user could put a LocalQueue
+    /// pointing at it and queue a workload.
     fn selects_a_managed_namespace(&self, cluster_queue: &str) -> bool;
     /// The least every workload the ClusterQueue could admit asks per pod, by
-    /// resource: what the LimitRanges of every managed namespace it selects
+    /// resource: what the LimitRanges of every such namespace it selects
     /// force (`LimitSummary::request_floor`, the lesser where they differ), as
     /// Kueue counts it. `None` when it selects no managed namespace.
     fn request_floor(&self, cluster_queue: &str) -> Option<&ResourceAmounts>;
