@@ -8,7 +8,8 @@ package main
 // The probe space, and why it is enough for the generator's set-ups:
 //   - queue: every ClusterQueue in the evaluation's cohort tree (itself
 //     included), reached through a LocalQueue the user creates in the first
-//     managed namespace that ClusterQueue's namespaceSelector selects;
+//     namespace that ClusterQueue's namespaceSelector selects where Kueue
+//     manages a labelled job (before v0.15, any: see submittingNamespace);
 //   - priority: every value a user can give a Workload: each
 //     WorkloadPriorityClass, each PriorityClass (system ones included: Kueue
 //     reads them with a plain Get), and the no-class default;
@@ -52,6 +53,7 @@ import (
 	kueue "eval-admission/tests/kueue/oracle/kueueapi"
 	"github.com/go-logr/logr/funcr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/util/limitrange"
 	"sigs.k8s.io/kueue/pkg/util/priority"
@@ -260,10 +262,15 @@ func submittingNamespace(c *cluster, cq *kueue.ClusterQueue) string {
 		byName[ns.Name] = ns
 	}
 	sort.Strings(names)
+	// A probe is a labelled job: ReconcileGenericJob applies
+	// managedJobsNamespaceSelector to it only under
+	// ManagedJobsNamespaceSelectorAlwaysRespected (alpha, off, before v0.15),
+	// as the judge does to the evaluation (judge.go).
+	anyNamespace := !features.Enabled(features.ManagedJobsNamespaceSelectorAlwaysRespected)
 	for _, name := range names {
 		ns := byName[name]
 		managed, err := c.managedNamespace(ns)
-		if err == nil && managed && sel.Matches(labels.Set(ns.Labels)) {
+		if err == nil && (managed || anyNamespace) && sel.Matches(labels.Set(ns.Labels)) {
 			return name
 		}
 	}
