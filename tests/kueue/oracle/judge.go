@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	jobjob "sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	jobjobset "sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
-	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
@@ -86,9 +85,9 @@ func judge(sc *scenario) (verdict, error) {
 	// Then the job controller (jobframework JobReconciler.ReconcileGenericJob):
 	// the namespace, for a job with a queue name only under
 	// ManagedJobsNamespaceSelectorAlwaysRespected (beta, on, from v0.15; locked
-	// on in v0.19), then the queue name.
+	// on in v0.19; not in v0.12: selectorAlwaysRespected), then the queue name.
 	labelled := jobframework.QueueName(job) != ""
-	if !managed && (!labelled || features.Enabled(features.ManagedJobsNamespaceSelectorAlwaysRespected)) {
+	if !managed && (!labelled || selectorAlwaysRespected()) {
 		return verdict{Stage: "unmanaged", Reason: "namespace not selected by managedJobsNamespaceSelector"}, nil
 	}
 	if !labelled && !c.config.ManageJobsWithoutQueueName {

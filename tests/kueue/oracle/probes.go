@@ -53,7 +53,6 @@ import (
 	kueue "eval-admission/tests/kueue/oracle/kueueapi"
 	"github.com/go-logr/logr/funcr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/util/limitrange"
 	"sigs.k8s.io/kueue/pkg/util/priority"
@@ -165,7 +164,7 @@ func exposure(ctx context.Context, c *cluster, wl, admitted *kueue.Workload) (st
 			}
 			for _, fr := range sortedFlavorResources(usage) {
 				now := available(cq, fr)
-				restore := snap.SimulateWorkloadRemoval([]*workload.Info{evalInfo})
+				restore := simulateRemoval(snap, evalInfo)
 				without := available(cq, fr)
 				restore()
 				if without <= now {
@@ -239,7 +238,7 @@ func cohortRoot(c *cluster, name string) string {
 		parent := ""
 		for _, co := range c.cohorts {
 			if co.Name == name {
-				parent = string(co.Spec.ParentName)
+				parent = cohortParent(co)
 			}
 		}
 		if parent == "" {
@@ -265,8 +264,9 @@ func submittingNamespace(c *cluster, cq *kueue.ClusterQueue) string {
 	// A probe is a labelled job: ReconcileGenericJob applies
 	// managedJobsNamespaceSelector to it only under
 	// ManagedJobsNamespaceSelectorAlwaysRespected (alpha, off, before v0.15),
-	// as the judge does to the evaluation (judge.go).
-	anyNamespace := !features.Enabled(features.ManagedJobsNamespaceSelectorAlwaysRespected)
+	// as the judge does to the evaluation (judge.go); v0.12 has no such gate
+	// (selectorAlwaysRespected, release_v0_12.go).
+	anyNamespace := !selectorAlwaysRespected()
 	for _, name := range names {
 		ns := byName[name]
 		managed, err := c.managedNamespace(ns)
@@ -493,7 +493,7 @@ func nearestFirst(c *cluster, home string, targets []probeTarget) []probeTarget 
 	parent := func(cohort string) string {
 		for _, co := range c.cohorts {
 			if co.Name == cohort {
-				return string(co.Spec.ParentName)
+				return cohortParent(co)
 			}
 		}
 		return ""

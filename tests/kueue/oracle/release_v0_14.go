@@ -26,12 +26,14 @@ import (
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/features"
 	// Every integration, as cmd/kueue/main.go imports them: v0.14's
 	// config.Load validates the Configuration against the registered
 	// integrations, as v0.16's does (release_v0_16.go).
 	_ "sigs.k8s.io/kueue/pkg/controller/jobs"
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/scheduler"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // registerOlderAPIs and toHub: v1beta1 is v0.14's newest version and its
@@ -155,4 +157,21 @@ func nominalQuota(cq *schdcache.ClusterQueueSnapshot, fr resources.FlavorResourc
 
 func quotaUsage(cq *schdcache.ClusterQueueSnapshot, fr resources.FlavorResource) int64 {
 	return cq.ResourceNode.Usage[fr]
+}
+
+// cohortParent: the Cohort's spec.parentName.
+func cohortParent(co *kueue.Cohort) string {
+	return string(co.Spec.ParentName)
+}
+
+// simulateRemoval: the snapshot without the workload's usage in its
+// ClusterQueue (Snapshot.SimulateWorkloadRemoval); returns the restore.
+func simulateRemoval(snap *schdcache.Snapshot, wl *workload.Info) func() {
+	return snap.SimulateWorkloadRemoval([]*workload.Info{wl})
+}
+
+// selectorAlwaysRespected: whether the managedJobsNamespaceSelector applies to
+// a job with a queue name too (ManagedJobsNamespaceSelectorAlwaysRespected).
+func selectorAlwaysRespected() bool {
+	return features.Enabled(features.ManagedJobsNamespaceSelectorAlwaysRespected)
 }

@@ -1,4 +1,4 @@
-//go:build !kueue_v0_18 && !kueue_v0_16 && !kueue_v0_14
+//go:build !kueue_v0_18 && !kueue_v0_16 && !kueue_v0_14 && !kueue_v0_12
 
 // The seams where Kueue's exported API differs by release, for the release
 // tests/kueue/go.mod pins (v0.19). release_v0_18.go and release_v0_16.go are

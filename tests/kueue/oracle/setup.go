@@ -34,8 +34,8 @@ import (
 
 	"eval-admission/tests/kueue/oracle/configapi"
 	kueue "eval-admission/tests/kueue/oracle/kueueapi"
-	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
-	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"eval-admission/tests/kueue/oracle/qcache"
+	"eval-admission/tests/kueue/oracle/schdcache"
 	kueueconfig "sigs.k8s.io/kueue/pkg/config"
 	"sigs.k8s.io/kueue/pkg/scheduler"
 	"sigs.k8s.io/kueue/pkg/util/routine"

@@ -1,4 +1,4 @@
-//go:build !kueue_v0_14
+//go:build !kueue_v0_14 && !kueue_v0_12
 
 // Seams shared by every release judged from v0.15 on (v0.16, v0.18, v0.19):
 // where Kueue's v1beta2 API, its hub from v0.15.0, and the internal packages
@@ -20,9 +20,11 @@ import (
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/scheduler"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // registerOlderAPIs: a set-up may hold v1beta1 objects, which the API server
@@ -121,4 +123,21 @@ func cohortName(cq *kueue.ClusterQueue) string {
 // prepareWorkloadPriority: the priority part of JobReconciler.prepareWorkload.
 func prepareWorkloadPriority(ctx context.Context, cl client.Client, obj client.Object, wl *kueue.Workload, custom func() string) error {
 	return jobframework.PrepareWorkloadPriority(ctx, cl, obj, wl, custom)
+}
+
+// cohortParent: the Cohort's spec.parentName.
+func cohortParent(co *kueue.Cohort) string {
+	return string(co.Spec.ParentName)
+}
+
+// simulateRemoval: the snapshot without the workload's usage in its
+// ClusterQueue (Snapshot.SimulateWorkloadRemoval); returns the restore.
+func simulateRemoval(snap *schdcache.Snapshot, wl *workload.Info) func() {
+	return snap.SimulateWorkloadRemoval([]*workload.Info{wl})
+}
+
+// selectorAlwaysRespected: whether the managedJobsNamespaceSelector applies to
+// a job with a queue name too (ManagedJobsNamespaceSelectorAlwaysRespected).
+func selectorAlwaysRespected() bool {
+	return features.Enabled(features.ManagedJobsNamespaceSelectorAlwaysRespected)
 }

@@ -1,4 +1,4 @@
-//go:build !kueue_v0_14
+//go:build !kueue_v0_14 && !kueue_v0_12
 
 // Package kueueapi names the Kueue API types the oracle uses in the version
 // the judged release's scheduler, cache and queue manager take: v1beta2, the hub from v0.15 (Kueue's storage version
