@@ -218,7 +218,8 @@ pub fn scenario(seed: u64, index: u64) -> Scenario {
 /// name differs, ClusterQueue `spec.cohortName` (v1beta1 `spec.cohort`;
 /// apis/kueue/v1beta1 clusterqueue_conversion.go at v0.16.6). The rest of
 /// what it writes has the same names and meaning in both (checked against
-/// the v1beta1 types at v0.14.8). Done after the draw, so the set-up is the
+/// the v1beta1 types at v0.14.8), and before v0.13.0 the Cohort, which is
+/// v1alpha1 there. Done after the draw, so the set-up is the
 /// one the same seed gives the default judge.
 fn to_v1beta1(objects: &mut [Value]) {
     for object in objects.iter_mut() {
@@ -226,6 +227,17 @@ fn to_v1beta1(objects: &mut [Value]) {
             continue;
         }
         object["apiVersion"] = json!("kueue.x-k8s.io/v1beta1");
+        // Before v0.13.0 Cohort is served as v1alpha1 only, its parent in
+        // `spec.parent` (apis/kueue/v1alpha1/cohort_types.go at v0.12.10;
+        // v1beta1 Cohort, with `spec.parentName`, arrives in v0.13.0).
+        if object["kind"] == "Cohort" && !judged_release_since(0, 13, 0) {
+            object["apiVersion"] = json!("kueue.x-k8s.io/v1alpha1");
+            if let Some(spec) = object["spec"].as_object_mut()
+                && let Some(parent) = spec.remove("parentName")
+            {
+                spec.insert("parent".into(), parent);
+            }
+        }
         if object["kind"] == "ClusterQueue"
             && let Some(spec) = object["spec"].as_object_mut()
             && let Some(cohort) = spec.remove("cohortName")
