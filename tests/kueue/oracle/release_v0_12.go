@@ -174,3 +174,11 @@ func quotaUsage(cq *schdcache.ClusterQueueSnapshot, fr resources.FlavorResource)
 // to a job without a queue name only (under manageJobsWithoutQueueName and
 // the ManagedJobsNamespaceSelector gate, beta and on in v0.12).
 func selectorAlwaysRespected() bool { return false }
+
+// quotaReservedByWallClock: v0.12.10's workload.SetQuotaReservation
+// (pkg/workload/workload.go) sets the QuotaReserved condition without a
+// LastTransitionTime, so apimeta.SetStatusCondition stamps metav1.Now(), the
+// wall clock, not the scheduler's clock (v0.14.8's takes the clock's time).
+// The judge restamps it with its cycle's time (setup.go
+// restampQuotaReservation).
+const quotaReservedByWallClock = true

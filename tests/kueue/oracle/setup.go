@@ -343,6 +343,7 @@ func (e *kueueEnv) cycles(n int) error {
 		if !e.headsPending() {
 			break
 		}
+		at := e.clock.Now()
 		e.scheduler.ScheduleOnceForOracle(e.ctx)
 		e.admitting.Wait()
 		e.clock.Step(time.Second)
@@ -353,11 +354,32 @@ func (e *kueueEnv) cycles(n int) error {
 		for i := range list.Items {
 			wl := &list.Items[i]
 			if hasQuota(wl) && !evicted(wl) {
+				if quotaReservedByWallClock && e.restampQuotaReservation(wl, at) {
+					if err := e.client.Status().Update(e.ctx, wl); err != nil {
+						return err
+					}
+				}
 				e.cache.AddOrUpdateWorkload(e.log, wl.DeepCopy())
 			}
 		}
 	}
 	return nil
+}
+
+// restampQuotaReservation: where the release stamps the QuotaReserved
+// condition with the wall clock (quotaReservedByWallClock), the time of the
+// cycle that reserved the quota instead, as later releases stamp it from the
+// scheduler's clock. In-process every cycle runs within the same wall-clock
+// second, so every admitted workload would tie on its quota reservation time
+// (preemption.CandidatesOrdering: newest first), where a cluster's admissions
+// in separate cycles are seconds apart. Whether it changed the condition.
+func (e *kueueEnv) restampQuotaReservation(wl *kueue.Workload, at time.Time) bool {
+	cond := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
+	if cond == nil || !cond.LastTransitionTime.Time.After(e.clock.Now()) {
+		return false // stamped on the judge's own timeline already
+	}
+	cond.LastTransitionTime = metav1.NewTime(at)
+	return true
 }
 
 func (e *kueueEnv) headsPending() bool {

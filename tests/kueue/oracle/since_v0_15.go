@@ -141,3 +141,7 @@ func simulateRemoval(snap *schdcache.Snapshot, wl *workload.Info) func() {
 func selectorAlwaysRespected() bool {
 	return features.Enabled(features.ManagedJobsNamespaceSelectorAlwaysRespected)
 }
+
+// quotaReservedByWallClock: no; workload.SetQuotaReservation stamps the
+// QuotaReserved condition with the scheduler's clock.
+const quotaReservedByWallClock = false
