@@ -110,11 +110,11 @@ pub fn check(
 /// managedJobsNamespaceSelector, queue label or not. Otherwise Kueue never
 /// creates its Workload, and the suspend Kueue's webhook (or ours) set stays.
 /// `unlabelled_bypasses`: whether the workload without its queue label would
-/// get no queue at all, so removing the label is a way out.
+/// get no queue at all, so removing the label is a way out (asked only then).
 pub fn check_managed(
     view: &impl ClusterView,
     subject: Subject<'_>,
-    unlabelled_bypasses: bool,
+    unlabelled_bypasses: impl FnOnce() -> bool,
 ) -> Result<(), Inadmissible> {
     let config = view.kueue_config();
     let framework = subject.kind.kueue_framework();
@@ -131,7 +131,7 @@ pub fn check_managed(
     let empty = BTreeMap::new();
     let labels = view.namespace(subject.namespace).map_or(&empty, |ns| &ns.labels);
     if !config.manages_labelled_jobs_in(labels) {
-        let or_unlabelled = if unlabelled_bypasses {
+        let or_unlabelled = if unlabelled_bypasses() {
             format!(", or remove the label {} to run without Kueue", crate::vocabulary::kueue::QUEUE_NAME_LABEL)
         } else {
             String::new()

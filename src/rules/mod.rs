@@ -193,15 +193,13 @@ fn checks(view: &impl ClusterView, subject: Subject<'_>, explain: Explain) -> Re
     }
     let priority = priority?;
     if queue_name.is_some()
-        && let Err(unmanaged) = admissibility::check_managed(
-            view,
-            subject,
+        && let Err(unmanaged) = admissibility::check_managed(view, subject, || {
+            // The way out only if no queue comes back: our annotation's, or Kueue's LocalQueue `default`.
             explain == Explain::WaysOut && {
-                // The way out only if no queue comes back: our annotation's, or Kueue's LocalQueue `default`.
                 let unlabelled = subject.workload.with_label(QUEUE_NAME_LABEL, None);
                 matches!(queue::resolve(view, Subject { workload: &unlabelled, ..subject }), Ok(None))
-            },
-        )
+            }
+        })
     {
         return Err(admissibility::denial(subject, unmanaged, &[]));
     }
