@@ -104,7 +104,8 @@ fn red_hat_build_queues_evaluations_where_kueue_manages_and_leaves_the_rest_alon
     let queued = cluster.create(&evaluation(&managed, "eval", "1", &[], &[]));
     assert_eq!(queued["metadata"]["labels"][QUEUE_LABEL], "default", "queued to the namespace's default LocalQueue");
     assert_eq!(queued["spec"]["suspend"], true, "stored suspended, for Kueue to start");
-    // Kueue unsuspends it as its service account, through eval-admission's guard.
+    // Kueue unsuspends it as its service account: the identity the profile
+    // names, which its webhooks' not-kueue condition lets through.
     let workload = wait_admitted(&cluster, &managed, "eval");
     assert_eq!(workload["status"]["admission"]["clusterQueue"], cq.as_str());
 
