@@ -233,9 +233,12 @@ impl Config {
         if !is_dns_label(&kueue.namespace) {
             return Err(format!("kueue.namespace: '{}' is not a namespace name", kueue.namespace.escape_debug()));
         }
-        if kueue.config_map.is_empty() || kueue.config_map.len() > 253 || !kueue.config_map.split('.').all(is_dns_label)
-        {
+        let is_object_name = |name: &str| !name.is_empty() && name.len() <= 253 && name.split('.').all(is_dns_label);
+        if !is_object_name(&kueue.config_map) {
             return Err(format!("kueue.configMap: '{}' is not a ConfigMap name", kueue.config_map.escape_debug()));
+        }
+        if !is_object_name(&kueue.deployment) {
+            return Err(format!("kueue.deployment: '{}' is not a Deployment name", kueue.deployment.escape_debug()));
         }
         for selector in &self.selection.selectors {
             if selector.match_labels.is_empty() && selector.controlled_by.is_empty() {
@@ -383,6 +386,8 @@ mod tests {
         }
         assert!(Config::parse("kueue: {configMap: a.b-c}").is_ok());
         assert!(Config::parse("kueue: {configMap: a..b}").unwrap_err().contains("is not a ConfigMap name"));
+        assert!(Config::parse("kueue: {deployment: Kueue}").unwrap_err().contains("is not a Deployment name"));
+        assert_eq!(Config::parse("kueue: {deployment: kueue-ctl}").unwrap().kueue.deployment, "kueue-ctl");
     }
 
     #[test]

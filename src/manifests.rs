@@ -317,6 +317,26 @@ mod tests {
         assert_eq!(config_maps[0]["resourceNames"], serde_json::json!([config.kueue.config_map]));
     }
 
+    /// So is the Deployment it reads Kueue's release from, in both profiles.
+    #[test]
+    fn the_cluster_role_reads_the_configured_kueue_deployment_only() {
+        let role = cluster_role();
+        let deployments: Vec<&serde_json::Value> = role["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|rule| rule["resources"].as_array().unwrap().iter().any(|r| r == "deployments"))
+            .collect();
+        assert_eq!(deployments.len(), 1);
+        assert_eq!(deployments[0]["apiGroups"], serde_json::json!(["apps"]));
+        for profile in
+            [include_str!("../manifests/base/config.yaml"), include_str!("../manifests/redhat-kueue/config.yaml")]
+        {
+            let config = Config::parse(profile).unwrap();
+            assert_eq!(deployments[0]["resourceNames"], serde_json::json!([config.kueue.deployment]));
+        }
+    }
+
     #[test]
     fn the_shipped_webhooks_are_rendered_from_the_shipped_config() {
         let config = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();

@@ -430,19 +430,48 @@ fn kueue_removed_and_reinstalled_while_running_is_noticed() {
 }
 
 /// The served Kueue API (these CRDs are v0.19.2's: LocalQueue as v1beta2) fits
-/// the shipped config's release; a config naming v0.14.8 is told, on /readyz,
-/// in the metrics and in the log, that the cluster runs another Kueue.
+/// the shipped config's release, and Kueue's Deployment, once there, confirms
+/// or contradicts it by its image tag; a config naming v0.14.8 is told, on
+/// /readyz, in the metrics and in the log, that the cluster runs another Kueue.
 #[test]
 fn a_config_naming_another_kueue_release_is_told_so() {
     let cluster = cluster();
-    let contradicted = |admin_port| {
+    let gauge = |admin_port, name: &str| {
         let metrics = common::control_plane::http_get(admin_port, "/metrics")?;
-        metrics.lines().find_map(|line| {
-            line.strip_prefix("eval_admission_kueue_release_contradicted ")?.trim().parse::<i64>().ok()
-        })
+        metrics.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse::<i64>().ok())
     };
-    eventually("the shared server to check the release", || contradicted(cluster.webhook.admin_port) == Some(0));
-    assert_eq!(common::control_plane::http_get(cluster.webhook.admin_port, "/readyz").as_deref(), Some("ok\n"));
+    let contradicted = |admin_port| gauge(admin_port, "eval_admission_kueue_release_contradicted");
+    let confirmed = |admin_port| gauge(admin_port, "eval_admission_kueue_release_confirmed");
+    let readyz = |admin_port| common::control_plane::http_get(admin_port, "/readyz").unwrap_or_default();
+    let shared = cluster.webhook.admin_port;
+    let no_deployment = "ok\nnote: Kueue's release cannot be read from Deployment kueue-system/kueue-controller-manager \
+                         (it does not exist): judging by the config's kueue.version, v0.19.2\n";
+    eventually("the shared server to check the release", || {
+        contradicted(shared) == Some(0) && readyz(shared) == no_deployment
+    });
+    assert_eq!(confirmed(shared), Some(0));
+
+    // Kueue's Deployment appears (stored only: nothing runs it here), a patch release off.
+    let kueue_deployment = |image: &str| {
+        format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: kueue-system}}\n---\n\
+             apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: kueue-controller-manager, namespace: kueue-system}}\n\
+             spec:\n  selector: {{matchLabels: {{control-plane: controller-manager}}}}\n  template:\n    metadata: \
+             {{labels: {{control-plane: controller-manager}}}}\n    spec:\n      containers:\n      - {{name: manager, \
+             image: '{image}'}}\n"
+        )
+    };
+    cluster.ok(&["apply", "-f", "-"], Some(&kueue_deployment("registry.k8s.io/kueue/kueue:v0.18.5")));
+    let off_by_a_patch = "ok\nwarning: the config's kueue.version is v0.19.2, but Deployment \
+                          kueue-system/kueue-controller-manager runs Kueue v0.18.5 (its image \
+                          registry.k8s.io/kueue/kueue:v0.18.5)\n";
+    eventually("the Deployment to contradict the release", || {
+        contradicted(shared) == Some(1) && readyz(shared) == off_by_a_patch
+    });
+    cluster.ok(&["apply", "-f", "-"], Some(&kueue_deployment("registry.k8s.io/kueue/kueue:v0.19.2")));
+    eventually("the Deployment to confirm the release", || {
+        contradicted(shared) == Some(0) && confirmed(shared) == Some(1) && readyz(shared) == "ok\n"
+    });
 
     let dir = cluster.plane.dir.join(unique("older-kueue"));
     std::fs::create_dir_all(&dir).unwrap();
@@ -459,8 +488,13 @@ fn a_config_naming_another_kueue_release_is_told_so() {
         .start()
         .unwrap();
     let admin_port = older_server.admin_addr().port();
-    eventually("the release to be found contradicted", || contradicted(admin_port) == Some(1));
-    let readyz = common::control_plane::http_get(admin_port, "/readyz").unwrap();
+    let by_deployment = "\nwarning: the config's kueue.version is v0.14.8, but Deployment \
+                         kueue-system/kueue-controller-manager runs Kueue v0.19.2 (its image \
+                         registry.k8s.io/kueue/kueue:v0.19.2)\n";
+    eventually("the release to be found contradicted by the API and the Deployment", || {
+        contradicted(admin_port) == Some(1) && readyz(admin_port).contains(by_deployment)
+    });
+    let readyz = readyz(admin_port);
     assert!(
         readyz.starts_with(
             "ok\nwarning: the config's kueue.version is v0.14.8, but the API server serves LocalQueue as \

@@ -11,7 +11,7 @@ use kube::api::{Api, ApiResource, DynamicObject};
 
 use crate::cluster::Absent;
 use crate::cluster::{ClusterObject, ClusterState, ObjectCounts, OwnerKey, objects};
-use crate::vocabulary::kueue::KueueInstall;
+use crate::vocabulary::kueue::{DeployedRelease, KueueInstall};
 
 /// A live lookup that could not say whether an object exists.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +34,9 @@ pub struct ClusterCache {
     /// Why the served Kueue API says the cluster runs another release than
     /// the config's `kueue.version` (`ServedKueueApi::contradicts`).
     release_warning: Mutex<Option<String>>,
+    /// What Kueue's Deployment says of its release (`None`: not read, as
+    /// from a state file).
+    deployed_release: Mutex<Option<DeployedRelease>>,
 }
 
 /// What the confirm-before-deny lookup needs: a client, and the Kueue resources
@@ -53,6 +56,7 @@ impl ClusterCache {
             pending: Mutex::new(HashSet::new()),
             live: None,
             release_warning: Mutex::default(),
+            deployed_release: Mutex::default(),
         }
     }
 
@@ -67,6 +71,7 @@ impl ClusterCache {
                 owner_resources: Mutex::new(HashMap::new()),
             }),
             release_warning: Mutex::default(),
+            deployed_release: Mutex::default(),
         }
     }
 
@@ -99,9 +104,37 @@ impl ClusterCache {
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(kind);
     }
 
-    /// Why the served Kueue API contradicts the configured release, if it does.
-    pub fn release_warning(&self) -> Option<String> {
-        self.release_warning.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    /// Why the cluster runs another Kueue release than configured, as its
+    /// served API and its Deployment say.
+    pub fn release_warnings(&self) -> Vec<String> {
+        let api = self.release_warning.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let deployment = match self.deployed_release() {
+            Some(DeployedRelease::Contradicted(why)) => Some(why),
+            _ => None,
+        };
+        api.into_iter().chain(deployment).collect()
+    }
+
+    /// Why the release cannot be confirmed from Kueue's Deployment, if it cannot.
+    pub fn release_unknown(&self) -> Option<String> {
+        match self.deployed_release() {
+            Some(DeployedRelease::Unknown(why)) => Some(why),
+            _ => None,
+        }
+    }
+
+    pub fn release_confirmed(&self) -> bool {
+        matches!(self.deployed_release(), Some(DeployedRelease::Confirmed(_)))
+    }
+
+    fn deployed_release(&self) -> Option<DeployedRelease> {
+        self.deployed_release.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Records what Kueue's Deployment says; true when that changed.
+    pub(crate) fn set_deployed_release(&self, said: DeployedRelease) -> bool {
+        let mut deployed = self.deployed_release.lock().unwrap_or_else(|p| p.into_inner());
+        deployed.replace(said.clone()) != Some(said)
     }
 
     pub(crate) fn set_release_warning(&self, warning: Option<String>) {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, Namespace};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -26,7 +27,7 @@ use crate::cluster::kueue_config::KueueConfig;
 use crate::cluster::objects::{self, ClusterObject, NamespaceInfo};
 use crate::config::OwnerKind;
 use crate::vocabulary::kueue::{
-    self, DEFAULT_QUEUE_ANNOTATION, KUEUE_GROUP, KueueInstall, LOCAL_QUEUE_CRD, ServedKueueApi,
+    self, DEFAULT_QUEUE_ANNOTATION, DeployedRelease, KUEUE_GROUP, KueueInstall, LOCAL_QUEUE_CRD, ServedKueueApi,
 };
 
 /// Kinds whose first list must complete before the view is synced.
@@ -84,7 +85,8 @@ pub fn start(
         tasks.spawn(watch_priority_classes(client.clone(), cache.clone()));
         tasks.spawn(watch_limit_ranges(client.clone(), cache.clone()));
         tasks.spawn(watch_runtime_classes(client.clone(), cache.clone()));
-        tasks.spawn(watch_kueue_config(client.clone(), cache.clone(), kueue));
+        tasks.spawn(watch_kueue_config(client.clone(), cache.clone(), kueue.clone()));
+        tasks.spawn(watch_kueue_deployment(client.clone(), cache.clone(), kueue));
         tasks.spawn(watch_owners(client.clone(), cache.clone(), owner_kinds));
         watch_kueue_crd(client, cache).await;
     })
@@ -110,6 +112,59 @@ async fn watch_kueue_config(client: kube::Client, cache: Arc<ClusterCache>, kueu
     };
     follow("ConfigMap", stream, cache, prune, |object| (object.namespace().unwrap_or_default(), object.name_any()))
         .await;
+}
+
+/// Follows Kueue's controller-manager Deployment (by name only, as RBAC
+/// grants): its Helm version label or image tag confirms or contradicts the
+/// configured release, or cannot say (`KueueInstall::check_deployment`).
+/// Readiness does not wait for it: it changes what is said, not a verdict.
+async fn watch_kueue_deployment(client: kube::Client, cache: Arc<ClusterCache>, kueue: KueueInstall) {
+    let _running = Running::start();
+    let api: Api<Deployment> = Api::namespaced(client, &kueue.namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", kueue.deployment));
+    let stream = watcher::watcher(api, config).default_backoff();
+    futures::pin_mut!(stream);
+    // The Deployment the current (re)list found, until the list completes.
+    let mut listed: Option<Option<Deployment>> = None;
+    while let Some(event) = stream.next().await {
+        let found = match event {
+            Ok(Event::Init) => {
+                listed = Some(None);
+                continue;
+            }
+            Ok(Event::InitApply(deployment)) => {
+                listed = Some(Some(deployment));
+                continue;
+            }
+            Ok(Event::InitDone) => listed.take().flatten(),
+            Ok(Event::Apply(deployment)) => Some(deployment),
+            Ok(Event::Delete(_)) => None,
+            Err(error) => {
+                tracing::warn!(%error, "watch of Kueue's Deployment failed; retrying with backoff");
+                continue;
+            }
+        };
+        let said = kueue.check_deployment(found.as_ref().map(release_facts));
+        if cache.set_deployed_release(said.clone()) {
+            match said {
+                DeployedRelease::Contradicted(why) => {
+                    tracing::warn!(%why, "the cluster runs another Kueue release than configured")
+                }
+                DeployedRelease::Unknown(why) => tracing::info!(%why, "Kueue's release is not known"),
+                DeployedRelease::Confirmed(what) => tracing::info!(%what, "Kueue's Deployment confirms the release"),
+            }
+        }
+    }
+}
+
+/// A Deployment's Helm version label and its `manager` container's image (or
+/// its first container's).
+fn release_facts(deployment: &Deployment) -> (Option<&str>, Option<&str>) {
+    let label = deployment.metadata.labels.as_ref().and_then(|labels| labels.get(kueue::HELM_VERSION_LABEL));
+    let containers = deployment.spec.as_ref().and_then(|spec| spec.template.spec.as_ref()).map(|pod| &pod.containers);
+    let container =
+        containers.and_then(|containers| containers.iter().find(|c| c.name == "manager").or(containers.first()));
+    (label.map(String::as_str), container.and_then(|c| c.image.as_deref()))
 }
 
 /// Applies one watcher stream to the cache. On a (re)list, objects of this kind

@@ -48,16 +48,22 @@ async fn readyz(State(admin): State<AdminState>) -> Response {
             format!("cluster view not synced: waiting for {}\n", pending.join(", ")),
         );
     }
-    match admin.cluster.release_warning() {
-        Some(why) => text(StatusCode::OK, format!("ok\nwarning: {why}\n")),
-        None => text(StatusCode::OK, "ok\n"),
+    // Still ready: the release is said, not held against the reviews.
+    let mut body = String::from("ok\n");
+    for why in admin.cluster.release_warnings() {
+        body.push_str(&format!("warning: {why}\n"));
     }
+    if let Some(why) = admin.cluster.release_unknown() {
+        body.push_str(&format!("note: {why}\n"));
+    }
+    text(StatusCode::OK, body)
 }
 
 async fn metrics(State(admin): State<AdminState>) -> Response {
     admin.metrics.set_cache(admin.cluster.is_synced(), admin.cluster.counts());
     admin.metrics.watchers_running.set(crate::cache::watch::running_watchers());
-    admin.metrics.kueue_release_contradicted.set(i64::from(admin.cluster.release_warning().is_some()));
+    admin.metrics.kueue_release_contradicted.set(i64::from(!admin.cluster.release_warnings().is_empty()));
+    admin.metrics.kueue_release_confirmed.set(i64::from(admin.cluster.release_confirmed()));
     let mut response = text(StatusCode::OK, admin.metrics.encode());
     response.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,

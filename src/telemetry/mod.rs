@@ -126,6 +126,7 @@ pub struct Metrics {
     pub connections_served: Family<ProtocolLabels, Counter>,
     pub watchers_running: Gauge,
     pub kueue_release_contradicted: Gauge,
+    pub kueue_release_confirmed: Gauge,
 }
 
 impl Default for Metrics {
@@ -210,13 +211,22 @@ impl Metrics {
         let kueue_release_contradicted = Gauge::default();
         registry.register(
             "kueue_release_contradicted",
-            "1 when the served Kueue API cannot come from the config's kueue.version (see /readyz and the log)",
+            "1 when the served Kueue API or Kueue's Deployment says another release than the config's kueue.version \
+             (see /readyz and the log)",
             kueue_release_contradicted.clone(),
+        );
+        let kueue_release_confirmed = Gauge::default();
+        registry.register(
+            "kueue_release_confirmed",
+            "1 when Kueue's Deployment names the config's kueue.version (its Helm version label or image tag); 0 when \
+             it cannot say (see /readyz)",
+            kueue_release_confirmed.clone(),
         );
         Self {
             registry,
             watchers_running,
             kueue_release_contradicted,
+            kueue_release_confirmed,
             connections_open,
             connections_refused,
             connections_served,

@@ -23,8 +23,16 @@ pub const DEFAULT_POD_SET_NAME: &str = "main";
 /// `DefaultNamespace` in apis/config/v1beta2/defaults.go: where a standard
 /// install runs Kueue (used when the Kueue pod has no service-account namespace file).
 pub const DEFAULT_NAMESPACE: &str = "kueue-system";
-/// The service account of Kueue's controller manager in a standard install.
+/// The service account of Kueue's controller manager in a standard install,
+/// and its Deployment's name (Kueue's release manifests, its Helm chart
+/// installed as `kueue`, and the Red Hat build's operator alike).
 pub const CONTROLLER_MANAGER: &str = "kueue-controller-manager";
+/// The label Helm charts put on what they install, Kueue's chart its
+/// appVersion (`kueue.labels` in charts/kueue/templates/_helpers.tpl).
+pub const HELM_VERSION_LABEL: &str = "app.kubernetes.io/version";
+/// The repository of upstream Kueue's images, as its release manifests and
+/// chart name them (`registry.k8s.io/kueue/kueue:vX.Y.Z`), after the registry.
+const UPSTREAM_IMAGE_REPOSITORY: &str = "kueue/kueue";
 /// The ConfigMap holding Kueue's Configuration, and its key.
 pub const CONFIG_MAP: &str = "kueue-manager-config";
 pub const CONFIG_MAP_KEY: &str = "controller_manager_config.yaml";
@@ -204,6 +212,9 @@ pub struct KueueInstall {
     /// Who Kueue's writes come as (it unsuspends Jobs it admits). Unset: the
     /// controller manager's service account in `namespace`.
     pub controller_usernames: Option<Vec<String>>,
+    /// The Deployment of Kueue's controller manager in `namespace`, whose
+    /// Helm version label or image tag says which release runs.
+    pub deployment: String,
     /// Whether Kueue's webhooks are called only in the namespaces its
     /// managedJobsNamespaceSelector selects. The Red Hat build's are: its
     /// operator sets that selector to `kueue.openshift.io/managed: "true"` and
@@ -219,6 +230,7 @@ impl Default for KueueInstall {
             version: KueueVersion::default(),
             namespace: DEFAULT_NAMESPACE.to_string(),
             config_map: CONFIG_MAP.to_string(),
+            deployment: CONTROLLER_MANAGER.to_string(),
             controller_usernames: None,
             webhooks_only_in_managed_namespaces: false,
         }
@@ -234,6 +246,43 @@ impl KueueInstall {
         }
     }
 
+    /// What Kueue's controller-manager Deployment says of the release it
+    /// runs, against `version`. `deployment` is its Helm version label and
+    /// its `manager` container's image (the first container's, if none is
+    /// named so); `None` when there is no such Deployment.
+    pub fn check_deployment(&self, deployment: Option<(Option<&str>, Option<&str>)>) -> DeployedRelease {
+        let name = format!("Deployment {}/{}", self.namespace, self.deployment);
+        let unknown = |why: String| {
+            DeployedRelease::Unknown(format!(
+                "Kueue's release cannot be read from {name} ({why}): judging by the config's kueue.version, {}",
+                self.version
+            ))
+        };
+        let Some((label, image)) = deployment else {
+            return unknown("it does not exist".into());
+        };
+        let labelled = label.and_then(|text| {
+            let release = KueueVersion::parse(text).ok()?;
+            Some((release, format!("its label {HELM_VERSION_LABEL}={text}")))
+        });
+        let (release, source) = match (labelled, image) {
+            (Some(found), _) => found,
+            (None, Some(image)) => match upstream_image_release(image) {
+                Some(release) => (release, format!("its image {image}")),
+                None => return unknown(format!("its image {image} names no upstream Kueue release")),
+            },
+            (None, None) => return unknown("it names no image".into()),
+        };
+        if release == self.version {
+            DeployedRelease::Confirmed(format!("{name} runs Kueue {release} ({source})"))
+        } else {
+            DeployedRelease::Contradicted(format!(
+                "the config's kueue.version is {}, but {name} runs Kueue {release} ({source})",
+                self.version
+            ))
+        }
+    }
+
     pub fn is_controller(&self, username: &str) -> bool {
         match &self.controller_usernames {
             Some(names) => names.iter().any(|name| name == username),
@@ -246,6 +295,29 @@ impl KueueInstall {
             }
         }
     }
+}
+
+/// What Kueue's Deployment says of its release, as
+/// [`KueueInstall::check_deployment`] reads it; each holds the sentence to log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeployedRelease {
+    Confirmed(String),
+    Contradicted(String),
+    /// No such Deployment, or one whose image names no release (an image by
+    /// digest only, as the Red Hat build's are, or a private mirror's tag).
+    Unknown(String),
+}
+
+/// The release in an upstream Kueue image's tag (`.../kueue/kueue:v0.19.2`,
+/// digest or not); any other repository's tags mean something else.
+fn upstream_image_release(image: &str) -> Option<KueueVersion> {
+    let named = image.split('@').next()?;
+    let (repository, tag) = named.rsplit_once(':').filter(|(_, tag)| !tag.contains('/'))?;
+    if !repository.ends_with(UPSTREAM_IMAGE_REPOSITORY) || !tag.starts_with('v') {
+        return None;
+    }
+    let before = &repository[..repository.len() - UPSTREAM_IMAGE_REPOSITORY.len()];
+    (before.is_empty() || before.ends_with('/')).then(|| KueueVersion::parse(tag).ok()).flatten()
 }
 
 #[cfg(test)]
@@ -331,5 +403,69 @@ mod tests {
         }
         let none = KueueInstall { controller_usernames: Some(Vec::new()), ..KueueInstall::default() };
         assert!(none.controller_usernames().is_empty() && !none.is_controller(&upstream.controller_usernames()[0]));
+    }
+
+    #[test]
+    fn kueues_deployment_confirms_contradicts_or_cannot_say_its_release() {
+        let install = KueueInstall { version: KueueVersion::parse("v0.18.2").unwrap(), ..KueueInstall::default() };
+        let check = |label, image| install.check_deployment(Some((label, image)));
+        let confirmed = check(None, Some("registry.k8s.io/kueue/kueue:v0.18.2"));
+        assert_eq!(
+            confirmed,
+            DeployedRelease::Confirmed(
+                "Deployment kueue-system/kueue-controller-manager runs Kueue v0.18.2 (its image \
+                 registry.k8s.io/kueue/kueue:v0.18.2)"
+                    .into()
+            )
+        );
+        assert!(matches!(
+            check(None, Some("mirror.example:5000/kueue/kueue:v0.18.2@sha256:ab")),
+            DeployedRelease::Confirmed(_)
+        ));
+        assert!(matches!(check(Some("v0.18.2"), Some("private/kueue:latest")), DeployedRelease::Confirmed(_)));
+        assert_eq!(
+            check(None, Some("registry.k8s.io/kueue/kueue:v0.18.5")),
+            DeployedRelease::Contradicted(
+                "the config's kueue.version is v0.18.2, but Deployment kueue-system/kueue-controller-manager runs \
+                 Kueue v0.18.5 (its image registry.k8s.io/kueue/kueue:v0.18.5)"
+                    .into()
+            )
+        );
+        // Helm's label speaks first; a label that is no release leaves the image to speak.
+        assert!(matches!(
+            check(Some("v0.19.2"), Some("registry.k8s.io/kueue/kueue:v0.18.2")),
+            DeployedRelease::Contradicted(_)
+        ));
+        assert!(matches!(
+            check(Some("main"), Some("registry.k8s.io/kueue/kueue:v0.18.2")),
+            DeployedRelease::Confirmed(_)
+        ));
+        // The Red Hat build's images are by digest, and other repositories' tags are their own.
+        for image in [
+            "registry.redhat.io/kueue/kueue-rhel9@sha256:0123",
+            "registry.k8s.io/kueue/kueue@sha256:0123",
+            "registry.k8s.io/kueue/kueue:main",
+            "example.com/notkueue/kueue:v0.18.2",
+            "example.com/team/kueue-fork:v0.18.2",
+            "localhost:5000/kueue/kueue",
+        ] {
+            let unknown = check(None, Some(image));
+            assert_eq!(
+                unknown,
+                DeployedRelease::Unknown(format!(
+                    "Kueue's release cannot be read from Deployment kueue-system/kueue-controller-manager (its image \
+                     {image} names no upstream Kueue release): judging by the config's kueue.version, v0.18.2"
+                )),
+                "{image}"
+            );
+        }
+        assert_eq!(
+            install.check_deployment(None),
+            DeployedRelease::Unknown(
+                "Kueue's release cannot be read from Deployment kueue-system/kueue-controller-manager (it does not \
+                 exist): judging by the config's kueue.version, v0.18.2"
+                    .into()
+            )
+        );
     }
 }
