@@ -2,7 +2,9 @@
 
 // Seams shared by every release judged from v0.15 on (v0.16, v0.18, v0.19):
 // where Kueue's v1beta2 API, its hub from v0.15.0, and the internal packages
-// that came with it differ from v0.14 (release_v0_14.go holds v0.14's).
+// that came with it differ from v0.12 and v0.14 (before_v0_15.go holds
+// theirs; kueueOptions for v0.12 and v0.14 is in release_v0_12.go and
+// release_v0_14.go).
 
 package main
 
@@ -20,11 +22,9 @@ import (
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
-	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/scheduler"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
-	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // registerOlderAPIs: a set-up may hold v1beta1 objects, which the API server
@@ -124,24 +124,3 @@ func cohortName(cq *kueue.ClusterQueue) string {
 func prepareWorkloadPriority(ctx context.Context, cl client.Client, obj client.Object, wl *kueue.Workload, custom func() string) error {
 	return jobframework.PrepareWorkloadPriority(ctx, cl, obj, wl, custom)
 }
-
-// cohortParent: the Cohort's spec.parentName.
-func cohortParent(co *kueue.Cohort) string {
-	return string(co.Spec.ParentName)
-}
-
-// simulateRemoval: the snapshot without the workload's usage in its
-// ClusterQueue (Snapshot.SimulateWorkloadRemoval); returns the restore.
-func simulateRemoval(snap *schdcache.Snapshot, wl *workload.Info) func() {
-	return snap.SimulateWorkloadRemoval([]*workload.Info{wl})
-}
-
-// selectorAlwaysRespected: whether the managedJobsNamespaceSelector applies to
-// a job with a queue name too (ManagedJobsNamespaceSelectorAlwaysRespected).
-func selectorAlwaysRespected() bool {
-	return features.Enabled(features.ManagedJobsNamespaceSelectorAlwaysRespected)
-}
-
-// quotaReservedByWallClock: no; workload.SetQuotaReservation stamps the
-// QuotaReserved condition with the scheduler's clock.
-const quotaReservedByWallClock = false

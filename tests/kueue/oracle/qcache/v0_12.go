@@ -10,3 +10,5 @@ type (
 	Manager = queue.Manager
 	Option  = queue.Option
 )
+
+var NewManager = queue.NewManager

@@ -8,9 +8,10 @@ package schdcache
 import schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 
 type (
-	Cache    = schdcache.Cache
-	Option   = schdcache.Option
-	Snapshot = schdcache.Snapshot
+	Cache                = schdcache.Cache
+	ClusterQueueSnapshot = schdcache.ClusterQueueSnapshot
+	Option               = schdcache.Option
+	Snapshot             = schdcache.Snapshot
 )
 
 var New = schdcache.New

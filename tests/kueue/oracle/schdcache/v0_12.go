@@ -7,9 +7,10 @@ package schdcache
 import "sigs.k8s.io/kueue/pkg/cache"
 
 type (
-	Cache    = cache.Cache
-	Option   = cache.Option
-	Snapshot = cache.Snapshot
+	Cache                = cache.Cache
+	ClusterQueueSnapshot = cache.ClusterQueueSnapshot
+	Option               = cache.Option
+	Snapshot             = cache.Snapshot
 )
 
 var New = cache.New
