@@ -222,15 +222,22 @@ fn assign_scanning(
         let mut stopped_here = Vec::new();
         for (resource, amount) in &requests {
             let Some(group) = queue.group_for(resource) else {
-                // Kueue skips zero requests of undeclared resources, and all of
-                // them under quotaCheckStrategy IgnoreUndeclared.
-                if *amount == 0 || view.kueue_config().ignores_undeclared_resources() {
+                // Kueue skips zero requests of undeclared resources (from
+                // v0.16.0), and all of them under quotaCheckStrategy IgnoreUndeclared.
+                let config = view.kueue_config();
+                let zero_skipped = *amount == 0 && config.version.skips_uncovered_zero_requests();
+                if zero_skipped || config.ignores_undeclared_resources() {
                     continue;
                 }
+                let zero = if *amount == 0 {
+                    format!(" (0, which Kueue {} still counts: it skips a zero request from v0.16.0)", config.version)
+                } else {
+                    String::new()
+                };
                 return Err(Inadmissible::new(
                     Reason::ResourceUncovered,
                     format!(
-                        "pod set '{}' requests {resource}, which no resource group of the ClusterQueue covers",
+                        "pod set '{}' requests {resource}{zero}, which no resource group of the ClusterQueue covers",
                         pod_set.name
                     ),
                 ));
@@ -523,6 +530,28 @@ mod tests {
             uncovered.message
         );
         assert_eq!(with_gpu("0").reason, Reason::Preemptible, "a zero request is skipped, as Kueue does");
+    }
+
+    #[test]
+    fn before_v0_16_a_zero_request_no_group_covers_is_refused_too() {
+        let mut job = evalhub_job_value("team-a-namespace", &[("kueue.x-k8s.io/queue-name", "shared-queue")], None);
+        job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] =
+            serde_json::json!("0");
+        let job: crate::workload::Workload = serde_json::from_value(job).unwrap();
+        for (release, refused) in [("v0.12.10", true), ("v0.15.8", true), ("v0.16.0", false), ("v0.19.2", false)] {
+            let denial = check_queued(&state_of_release(release, &[SEED_STATE]), job_subject(&job)).unwrap_err();
+            assert_eq!(denial.reason == Reason::ResourceUncovered, refused, "{release}: {}", denial.message);
+            if refused {
+                assert!(
+                    denial.message.contains(&format!(
+                        "pod set 'main' requests nvidia.com/gpu (0, which Kueue {release} still counts: it skips a \
+                         zero request from v0.16.0), which no resource group of the ClusterQueue covers"
+                    )),
+                    "{}",
+                    denial.message
+                );
+            }
+        }
     }
 
     #[test]

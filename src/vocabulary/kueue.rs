@@ -129,6 +129,14 @@ impl KueueVersion {
         !(self.since(0, 18, 2) || (self.minor == 17 && self.since(0, 17, 6)))
     }
 
+    /// Whether the flavor assigner skips a zero request of a resource no
+    /// resource group of the ClusterQueue covers (`FlavorAssigner.assignFlavors`,
+    /// Kueue #8241, from v0.16.0): before, `findFlavorForPodSetResource`
+    /// answers "resource ... unavailable in ClusterQueue" for it as for any other.
+    pub fn skips_uncovered_zero_requests(self) -> bool {
+        self.since(0, 16, 0)
+    }
+
     /// At or after `major.minor.patch`.
     pub fn since(self, major: u16, minor: u16, patch: u16) -> bool {
         self >= Self::new(major, minor, patch)

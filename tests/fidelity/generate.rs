@@ -719,6 +719,18 @@ fn resource_settings(rng: &mut Rng, objects: &mut [Value], workload: &mut Value)
             first["resources"]["requests"][resource] = json!(format!("{}", 1 + rng.below(2)));
         }
     }
+    // A CPU-only template that still lists `nvidia.com/gpu: "0"`: a zero
+    // request, which Kueue skips where no resource group covers it only from
+    // v0.16.0 (Kueue #8241). The last draw of a set-up, so the rest of it
+    // stays what the same seed gave before.
+    if rng.chance(8) {
+        for pod in pod_templates(workload) {
+            let requests = &mut pod["containers"][0]["resources"]["requests"];
+            if requests.is_object() && requests.get(GPU).is_none() {
+                requests[GPU] = json!("0");
+            }
+        }
+    }
 }
 
 /// Whether the release the differential test judges (FIDELITY_KUEUE; unset,

@@ -296,6 +296,15 @@ fn placement_spaces(
             }),
             "pod template: limits",
         ),
+        (
+            templates.iter().any(|pod| {
+                pod["containers"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["resources"]["requests"].as_object().is_some_and(|r| r.values().any(|q| q == "0")))
+                })
+            }),
+            "pod template: a zero request",
+        ),
         (flavors.iter().any(|f| !f["spec"]["tolerations"].is_null()), "flavor: tolerations of its own"),
         (eval.reason == Reason::NoMatchingFlavor.as_str(), "eval-admission: no-matching-flavor"),
         (kueue_reason.contains("untolerated taint"), "Kueue: untolerated taint"),
