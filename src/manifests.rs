@@ -302,38 +302,28 @@ mod tests {
         }
     }
 
-    /// The ConfigMap the server watches is the one the ClusterRole names.
+    /// The ConfigMap and the Deployment the server watches in Kueue's
+    /// namespace are the ones the ClusterRole names, and nothing else of
+    /// their kinds, in both profiles.
     #[test]
-    fn the_cluster_role_reads_the_configured_kueue_config_map_only() {
+    fn the_cluster_role_reads_kueues_configured_objects_only() {
         let role = cluster_role();
-        let config = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
-        let config_maps: Vec<&serde_json::Value> = role["rules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|rule| rule["resources"].as_array().unwrap().iter().any(|r| r == "configmaps"))
-            .collect();
-        assert_eq!(config_maps.len(), 1);
-        assert_eq!(config_maps[0]["resourceNames"], serde_json::json!([config.kueue.config_map]));
-    }
-
-    /// So is the Deployment it reads Kueue's release from, in both profiles.
-    #[test]
-    fn the_cluster_role_reads_the_configured_kueue_deployment_only() {
-        let role = cluster_role();
-        let deployments: Vec<&serde_json::Value> = role["rules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|rule| rule["resources"].as_array().unwrap().iter().any(|r| r == "deployments"))
-            .collect();
-        assert_eq!(deployments.len(), 1);
-        assert_eq!(deployments[0]["apiGroups"], serde_json::json!(["apps"]));
+        let granting = |resource: &str| -> Vec<serde_json::Value> {
+            let rules = role["rules"].as_array().unwrap().iter();
+            rules.filter(|rule| rule["resources"].as_array().unwrap().iter().any(|r| r == resource)).cloned().collect()
+        };
         for profile in
             [include_str!("../manifests/base/config.yaml"), include_str!("../manifests/redhat-kueue/config.yaml")]
         {
-            let config = Config::parse(profile).unwrap();
-            assert_eq!(deployments[0]["resourceNames"], serde_json::json!([config.kueue.deployment]));
+            let kueue = Config::parse(profile).unwrap().kueue;
+            for (resource, group, name) in
+                [("configmaps", "", kueue.config_map), ("deployments", "apps", kueue.deployment)]
+            {
+                let rules = granting(resource);
+                assert_eq!(rules.len(), 1, "{resource}");
+                assert_eq!(rules[0]["apiGroups"], serde_json::json!([group]), "{resource}");
+                assert_eq!(rules[0]["resourceNames"], serde_json::json!([name]), "{resource}");
+            }
         }
     }
 
