@@ -277,3 +277,25 @@ pub(crate) async fn served_resource(
         Err(error) => Err(error),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_release_is_told_from_the_served_api_and_the_deployment() {
+        let cache = ClusterCache::from_state(ClusterState::default());
+        assert!(cache.release_warnings().is_empty() && cache.release_unknown().is_none() && !cache.release_confirmed());
+        cache.set_release_warning(Some("by the API".into()));
+        assert!(cache.set_deployed_release(DeployedRelease::Contradicted("by the Deployment".into())));
+        assert!(!cache.set_deployed_release(DeployedRelease::Contradicted("by the Deployment".into())), "unchanged");
+        assert_eq!(cache.release_warnings(), ["by the API", "by the Deployment"]);
+        assert!(cache.set_deployed_release(DeployedRelease::Unknown("by digest".into())));
+        assert_eq!(cache.release_warnings(), ["by the API"]);
+        assert_eq!(cache.release_unknown().as_deref(), Some("by digest"));
+        assert!(!cache.release_confirmed());
+        cache.set_release_warning(None);
+        assert!(cache.set_deployed_release(DeployedRelease::Confirmed("v0.19.2".into())));
+        assert!(cache.release_confirmed() && cache.release_unknown().is_none() && cache.release_warnings().is_empty());
+    }
+}
