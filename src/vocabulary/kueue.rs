@@ -455,6 +455,8 @@ mod tests {
             "registry.k8s.io/kueue/kueue:main",
             "example.com/notkueue/kueue:v0.18.2",
             "example.com/team/kueue-fork:v0.18.2",
+            "example.com/kueue/controller:v0.18.2",
+            "registry.k8s.io/kueue/kueue:0.18.2",
             "localhost:5000/kueue/kueue",
         ] {
             let unknown = check(None, Some(image));
