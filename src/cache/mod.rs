@@ -127,6 +127,11 @@ impl ClusterCache {
         matches!(self.deployed_release(), Some(DeployedRelease::Confirmed(_)))
     }
 
+    /// Whether Kueue's Deployment has been read (or found unreadable) at all.
+    pub(crate) fn deployed_release_read(&self) -> bool {
+        self.deployed_release().is_some()
+    }
+
     fn deployed_release(&self) -> Option<DeployedRelease> {
         self.deployed_release.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -286,6 +291,7 @@ mod tests {
     fn the_release_is_told_from_the_served_api_and_the_deployment() {
         let cache = ClusterCache::from_state(ClusterState::default());
         assert!(cache.release_warnings().is_empty() && cache.release_unknown().is_none() && !cache.release_confirmed());
+        assert!(!cache.deployed_release_read());
         cache.set_release_warning(Some("by the API".into()));
         assert!(cache.set_deployed_release(DeployedRelease::Contradicted("by the Deployment".into())));
         assert!(!cache.set_deployed_release(DeployedRelease::Contradicted("by the Deployment".into())), "unchanged");
@@ -293,6 +299,7 @@ mod tests {
         assert!(cache.set_deployed_release(DeployedRelease::Unknown("by digest".into())));
         assert_eq!(cache.release_warnings(), ["by the API"]);
         assert_eq!(cache.release_unknown().as_deref(), Some("by digest"));
+        assert!(cache.deployed_release_read());
         assert!(!cache.release_confirmed());
         cache.set_release_warning(None);
         assert!(cache.set_deployed_release(DeployedRelease::Confirmed("v0.19.2".into())));

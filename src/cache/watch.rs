@@ -141,6 +141,10 @@ async fn watch_kueue_deployment(client: kube::Client, cache: Arc<ClusterCache>, 
             Ok(Event::Delete(_)) => None,
             Err(error) => {
                 tracing::warn!(%error, "watch of Kueue's Deployment failed; retrying with backoff");
+                // Never read (forbidden, say): /readyz says the release is not known, and why.
+                if !cache.deployed_release_read() {
+                    cache.set_deployed_release(kueue.deployment_unreadable(&error.to_string()));
+                }
                 continue;
             }
         };

@@ -260,24 +260,22 @@ impl KueueInstall {
     /// named so); `None` when there is no such Deployment.
     pub fn check_deployment(&self, deployment: Option<(Option<&str>, Option<&str>)>) -> DeployedRelease {
         let name = format!("Deployment {}/{}", self.namespace, self.deployment);
-        let unknown = |why: String| {
-            DeployedRelease::Unknown(format!(
-                "Kueue's release cannot be read from {name} ({why}): judging by the config's kueue.version, {}",
-                self.version
-            ))
-        };
+        let unknown = |why: String| self.deployment_unreadable(&why);
         let Some((label, image)) = deployment else {
             return unknown("it does not exist".into());
         };
+        // Written to /readyz and the log as they are, but for control characters.
         let labelled = label.and_then(|text| {
             let release = KueueVersion::parse(text).ok()?;
-            Some((release, format!("its label {HELM_VERSION_LABEL}={text}")))
+            Some((release, format!("its label {HELM_VERSION_LABEL}={}", text.escape_debug())))
         });
         let (release, source) = match (labelled, image) {
             (Some(found), _) => found,
             (None, Some(image)) => match upstream_image_release(image) {
-                Some(release) => (release, format!("its image {image}")),
-                None => return unknown(format!("its image {image} names no upstream Kueue release")),
+                Some(release) => (release, format!("its image {}", image.escape_debug())),
+                None => {
+                    return unknown(format!("its image {} names no upstream Kueue release", image.escape_debug()));
+                }
             },
             (None, None) => return unknown("it names no image".into()),
         };
@@ -289,6 +287,14 @@ impl KueueInstall {
                 self.version
             ))
         }
+    }
+
+    /// Kueue's Deployment says nothing of the release, for `why`.
+    pub fn deployment_unreadable(&self, why: &str) -> DeployedRelease {
+        DeployedRelease::Unknown(format!(
+            "Kueue's release cannot be read from Deployment {}/{} ({why}): judging by the config's kueue.version, {}",
+            self.namespace, self.deployment, self.version
+        ))
     }
 
     pub fn is_controller(&self, username: &str) -> bool {
@@ -448,6 +454,10 @@ mod tests {
             check(Some("main"), Some("registry.k8s.io/kueue/kueue:v0.18.2")),
             DeployedRelease::Confirmed(_)
         ));
+        let forged = check(None, Some("x\nwarning: forged"));
+        assert!(
+            matches!(&forged, DeployedRelease::Unknown(why) if why.contains("its image x\\nwarning: forged names"))
+        );
         // The Red Hat build's images are by digest, and other repositories' tags are their own.
         for image in [
             "registry.redhat.io/kueue/kueue-rhel9@sha256:0123",
