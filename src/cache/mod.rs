@@ -4,8 +4,9 @@
 pub mod watch;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, RwLock, RwLockReadGuard};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, Weak};
+use std::time::{Duration, Instant};
 
 use kube::api::{Api, ApiResource, DynamicObject};
 
@@ -37,7 +38,28 @@ pub struct ClusterCache {
     /// What Kueue's Deployment says of its release (`None`: not read, as
     /// from a state file).
     deployed_release: Mutex<Option<DeployedRelease>>,
+    derivation: Derivation,
 }
+
+/// What is derived from the view ([`ClusterState::derive`]) is worked out off
+/// the review path, by a thread of its own, in steps short enough that a
+/// watch update waiting for the lock, and the reviews behind it, never wait
+/// long. A review that comes first derives what it needs itself.
+#[derive(Default)]
+struct Derivation {
+    /// Changes made to the view, and the count the last derivation to finish started from.
+    changes: AtomicU64,
+    derived_at: AtomicU64,
+    /// Set once a derivation that started with the view synced has finished: readiness waits for it.
+    ready: AtomicBool,
+    /// The last derivation's duration, in nanoseconds.
+    last_nanos: AtomicU64,
+    wake: (Mutex<()>, Condvar),
+}
+
+/// How long the deriver waits after a change for more before it starts: a
+/// burst of watch events is derived once.
+const DERIVE_AFTER: Duration = Duration::from_millis(10);
 
 /// What the confirm-before-deny lookup needs: a client, and the Kueue resources
 /// in the versions the watch caches chose (none while Kueue is absent).
@@ -49,15 +71,18 @@ struct LiveLookup {
 }
 
 impl ClusterCache {
-    /// A fixed view from a state file: synced from the start, no live lookups.
+    /// A fixed view from a state file: synced and derived from the start, no live lookups.
     pub fn from_state(state: ClusterState) -> Self {
-        Self {
+        let cache = Self {
             state: RwLock::new(state),
             pending: Mutex::new(HashSet::new()),
             live: None,
             release_warning: Mutex::default(),
             deployed_release: Mutex::default(),
-        }
+            derivation: Derivation::default(),
+        };
+        cache.rederive();
+        cache
     }
 
     /// An empty view that watch caches will fill; not synced until they report.
@@ -72,6 +97,7 @@ impl ClusterCache {
             }),
             release_warning: Mutex::default(),
             deployed_release: Mutex::default(),
+            derivation: Derivation::default(),
         }
     }
 
@@ -82,7 +108,84 @@ impl ClusterCache {
 
     pub fn update<R>(&self, change: impl FnOnce(&mut ClusterState) -> R) -> R {
         let mut state = self.state.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        change(&mut state)
+        let changed = change(&mut state);
+        drop(state);
+        self.derivation.changes.fetch_add(1, Ordering::SeqCst);
+        // Under the deriver's lock, so the change cannot slip between its check and its wait.
+        let (lock, wake) = &self.derivation.wake;
+        let _waiting = lock.lock().unwrap_or_else(|p| p.into_inner());
+        wake.notify_all();
+        changed
+    }
+
+    /// Derives what the view lacks, step by step, each step under the lock
+    /// alone; starts again when the view changes meanwhile. Returns once a
+    /// derivation finished on a view no change followed.
+    pub fn rederive(&self) {
+        loop {
+            let started = Instant::now();
+            let at = self.derivation.changes.load(Ordering::SeqCst);
+            let synced = self.is_synced();
+            let mut step = Some(0);
+            while let Some(next) = step {
+                if self.derivation.changes.load(Ordering::SeqCst) != at {
+                    break;
+                }
+                step = self.read().derive_step(next);
+            }
+            if step.is_none() && self.derivation.changes.load(Ordering::SeqCst) == at {
+                let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                self.derivation.last_nanos.store(nanos, Ordering::Relaxed);
+                self.derivation.derived_at.store(at, Ordering::SeqCst);
+                if synced {
+                    self.derivation.ready.store(true, Ordering::SeqCst);
+                }
+                return;
+            }
+        }
+    }
+
+    /// Starts the thread that derives after each change (it ends with the cache).
+    pub fn derive_in_background(self: &Arc<Self>) {
+        let cache: Weak<Self> = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new().name("derive".into()).spawn(move || {
+            let mut derived: Option<u64> = None;
+            loop {
+                let Some(cache) = cache.upgrade() else { return };
+                let now = cache.derivation.changes.load(Ordering::SeqCst);
+                if derived == Some(now) {
+                    // Wait for a change; wake now and then to notice the cache is gone.
+                    let (lock, wake) = &cache.derivation.wake;
+                    let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+                    let _ = wake.wait_timeout_while(guard, Duration::from_secs(1), |_| {
+                        cache.derivation.changes.load(Ordering::SeqCst) == now
+                    });
+                    continue;
+                }
+                std::thread::sleep(DERIVE_AFTER);
+                cache.rederive();
+                derived = Some(cache.derivation.derived_at.load(Ordering::SeqCst));
+            }
+        });
+        if let Err(error) = spawned {
+            tracing::error!(%error, "could not start the derivation thread: reviews derive what they need");
+            self.derivation.ready.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether a derivation has finished since the view first synced.
+    pub fn is_derived(&self) -> bool {
+        self.derivation.ready.load(Ordering::SeqCst)
+    }
+
+    /// Whether what is derived is of the view as it is now.
+    pub fn is_current(&self) -> bool {
+        self.derivation.derived_at.load(Ordering::SeqCst) == self.derivation.changes.load(Ordering::SeqCst)
+    }
+
+    /// How long the last derivation took.
+    pub fn last_derivation(&self) -> Duration {
+        Duration::from_nanos(self.derivation.last_nanos.load(Ordering::Relaxed))
     }
 
     pub fn is_synced(&self) -> bool {

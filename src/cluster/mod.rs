@@ -6,10 +6,13 @@
 //! [`crate::cache`], which hold it behind a lock and keep it current.
 
 pub mod active;
+pub mod cohort_tree;
 pub mod kueue_config;
 pub mod objects;
 pub mod placement;
+pub mod priorities;
 pub mod quota;
+pub mod reclaim;
 pub mod selector;
 mod state;
 pub mod state_file;

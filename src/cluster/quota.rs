@@ -9,7 +9,8 @@
 //! With no usage, Kueue's `available` equals `potentialAvailable`, so a
 //! workload alone fits iff its request is at most the potential.
 
-use std::collections::HashSet;
+use std::cell::{OnceCell, RefCell};
+use std::collections::{HashMap, HashSet};
 
 use super::ClusterView;
 use super::objects::ResourceGroup;
@@ -55,6 +56,15 @@ struct Tree<'v, V: ClusterView> {
     view: &'v V,
     flavor: &'v str,
     resource: &'v str,
+    /// Whether cohorts' subtree quotas are read from the view's derivation;
+    /// false while that derivation is being made.
+    derived: bool,
+}
+
+impl<'v, V: ClusterView> Tree<'v, V> {
+    fn new(view: &'v V, flavor: &'v str, resource: &'v str) -> Self {
+        Self { view, flavor, resource, derived: true }
+    }
 }
 
 impl<'v, V: ClusterView> Tree<'v, V> {
@@ -77,22 +87,24 @@ impl<'v, V: ClusterView> Tree<'v, V> {
     fn subtree(&self, node: Node<'_>, visiting: &mut HashSet<String>) -> i64 {
         let own = self.quota(node).nominal;
         let Node::Cohort(name) = node else { return own };
+        if self.derived
+            && let Some(derived) = self.view.subtree_quota(name, self.flavor, self.resource)
+        {
+            return derived;
+        }
         if !visiting.insert(name.to_string()) {
             return own; // a cycle: Kueue refuses the tree; count nothing twice
         }
         let mut total = own;
-        for (child, cohort) in self.view.cohorts() {
-            if cohort.parent.as_deref() == Some(name) {
-                total = total.saturating_add(self.lent(Node::Cohort(child), visiting));
-            }
+        let children = self.view.cohort_tree().children(name);
+        for child in children.cohorts {
+            total = total.saturating_add(self.lent(Node::Cohort(child), visiting));
         }
-        for (child, queue) in self.view.cluster_queues() {
-            // An inactive queue still lends: Kueue's snapshot skips the queue
-            // but clones each Cohort's quota sums as the cache built them, with
-            // every queue in (`Cache.Snapshot`, `resourceNode.Clone`).
-            if queue.cohort.as_deref() == Some(name) {
-                total = total.saturating_add(self.lent(Node::ClusterQueue(child), visiting));
-            }
+        // An inactive queue still lends: Kueue's snapshot skips the queue but
+        // clones each Cohort's quota sums as the cache built them, with every
+        // queue in (`Cache.Snapshot`, `resourceNode.Clone`).
+        for child in children.queues {
+            total = total.saturating_add(self.lent(Node::ClusterQueue(child), visiting));
         }
         visiting.remove(name);
         total
@@ -129,15 +141,12 @@ impl<'v, V: ClusterView> Tree<'v, V> {
             (used - keeps).max(0)
         };
         let mut total: i64 = 0;
-        for (child, cohort) in self.view.cohorts() {
-            if cohort.parent.as_deref() == Some(name) {
-                total = total.saturating_add(past_local(self, Node::Cohort(child), visiting));
-            }
+        let children = self.view.cohort_tree().children(name);
+        for child in children.cohorts {
+            total = total.saturating_add(past_local(self, Node::Cohort(child), visiting));
         }
-        for (child, queue) in self.view.cluster_queues() {
-            if queue.cohort.as_deref() == Some(name) {
-                total = total.saturating_add(past_local(self, Node::ClusterQueue(child), visiting));
-            }
+        for child in children.queues {
+            total = total.saturating_add(past_local(self, Node::ClusterQueue(child), visiting));
         }
         visiting.remove(name);
         total.min(self.potential(node, &mut HashSet::new()))
@@ -155,13 +164,26 @@ impl<'v, V: ClusterView> Tree<'v, V> {
             let subtree = self.subtree(node, &mut HashSet::new());
             quota.borrowing_limit.map(|limit| (subtree - local_quota(subtree, quota)).saturating_add(limit))
         };
+        // No other queue below the cohort that lists the quota and holds workloads.
         let alone_in = |cohort: &str| {
-            !self.view.cluster_queues().any(|(name, other)| {
-                name != queue
-                    && other.quota(self.flavor, self.resource).is_some()
-                    && holds(name)
-                    && cohort_path(self.view, name).iter().any(|c| c == cohort)
-            })
+            let mut stack = vec![cohort];
+            let mut seen = HashSet::new();
+            while let Some(cohort) = stack.pop() {
+                if !seen.insert(cohort) {
+                    continue;
+                }
+                let children = self.view.cohort_tree().children(cohort);
+                let other_holder = children.queues.iter().any(|name| {
+                    name != queue
+                        && holds(name)
+                        && self.view.cluster_queue(name).is_some_and(|q| q.quota(self.flavor, self.resource).is_some())
+                });
+                if other_holder {
+                    return false;
+                }
+                stack.extend(children.cohorts.iter().map(String::as_str));
+            }
+            true
         };
         let own = Node::ClusterQueue(queue);
         let path = cohort_path(self.view, queue);
@@ -203,8 +225,15 @@ impl<'v, V: ClusterView> Tree<'v, V> {
 /// The most of `resource` in `flavor` ClusterQueue `cluster_queue` could ever
 /// hold (Kueue: `ClusterQueueSnapshot.PotentialAvailable`), in milli-units.
 pub fn potential_available(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
-    let tree = Tree { view, flavor, resource };
+    let tree = Tree::new(view, flavor, resource);
     tree.potential(Node::ClusterQueue(cluster_queue), &mut HashSet::new())
+}
+
+/// A cohort's subtree quota worked out from its tree, not read from the
+/// view's derivation: what that derivation holds.
+pub fn underived_subtree(view: &impl ClusterView, cohort: &str, flavor: &str, resource: &str) -> i64 {
+    let tree = Tree { view, flavor, resource, derived: false };
+    tree.subtree(Node::Cohort(cohort), &mut HashSet::new())
 }
 
 /// The cohorts above a ClusterQueue, nearest first (a cycle stops the walk).
@@ -247,18 +276,7 @@ pub fn reclaimer_can_take_back(
     flavor: &str,
     resource: &str,
 ) -> bool {
-    let tree = Tree { view, flavor, resource };
-    let (ours, theirs) = (cohort_path(view, borrower), cohort_path(view, reclaimer));
-    let Some((_, their_side)) = sides(&ours, &theirs) else { return false };
-    let nodes: Vec<Node<'_>> =
-        std::iter::once(Node::ClusterQueue(reclaimer)).chain(their_side.iter().map(|c| Node::Cohort(c))).collect();
-    let branch = *nodes.last().expect("the reclaimer itself is always there");
-    let lent = |node: Node<'_>| tree.lent(node, &mut HashSet::new());
-    if tree.quota(Node::ClusterQueue(reclaimer)).nominal > 0 && lent(branch) > 0 {
-        return true;
-    }
-    let borrows_through = nodes.iter().all(|node| tree.quota(*node).borrowing_limit != Some(0));
-    borrows_through && nodes.iter().any(|node| tree.subtree(*node, &mut HashSet::new()) > 0 && lent(*node) > 0)
+    Contest::new(view, borrower, flavor, resource, |_| false).can_take_back(reclaimer)
 }
 
 /// The most of `resource` in `flavor` a request of `reclaimer`'s can ask and
@@ -278,7 +296,7 @@ pub fn most_without_borrowing(
     flavor: &str,
     resource: &str,
 ) -> i64 {
-    let tree = Tree { view, flavor, resource };
+    let tree = Tree::new(view, flavor, resource);
     let queue = Node::ClusterQueue(reclaimer);
     let nominal = tree.quota(queue).nominal;
     let (ours, theirs) = (cohort_path(view, borrower), cohort_path(view, reclaimer));
@@ -314,23 +332,7 @@ pub fn borrower_side_can_be_over(
     cohorts_over: CohortsOver,
     usable: impl Fn(&str) -> bool,
 ) -> bool {
-    let tree = Tree { view, flavor, resource };
-    let (ours, theirs) = (cohort_path(view, borrower), cohort_path(view, reclaimer));
-    let Some((our_side, _)) = sides(&ours, &theirs) else { return false };
-    if view.potential_available(borrower, flavor, resource) <= tree.quota(Node::ClusterQueue(borrower)).nominal {
-        return false;
-    }
-    let holds = |name: &str| name == borrower || usable(name);
-    let over = |tree: &Tree<'_, _>, node| {
-        tree.most_usage(node, &holds, &mut HashSet::new()) > tree.subtree(node, &mut HashSet::new())
-    };
-    let listed = match cohorts_over {
-        CohortsOver::ThisResource => vec![(flavor, resource)],
-        CohortsOver::AnyResource => flavor_resources(view),
-    };
-    our_side.iter().all(|cohort| {
-        listed.iter().any(|&(flavor, resource)| over(&Tree { view, flavor, resource }, Node::Cohort(cohort)))
-    })
+    Contest::new(view, borrower, flavor, resource, usable).side_can_be_over(reclaimer, cohorts_over)
 }
 
 /// Which of a cohort's resources it must be over for a workload below it to be
@@ -340,14 +342,14 @@ pub fn borrower_side_can_be_over(
 /// (`TargetClusterQueueOrdering.nextTarget` on `DRS.IsBorrowing`, which
 /// `dominantResourceShare` sets when usage passes the subtree quota in any
 /// flavor-resource; saved case s77-2952, over in memory, reclaimed for cpu).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CohortsOver {
     ThisResource,
     AnyResource,
 }
 
 /// Every flavor-resource any ClusterQueue or Cohort lists a quota for.
-fn flavor_resources(view: &impl ClusterView) -> Vec<(&str, &str)> {
+pub fn flavor_resources(view: &impl ClusterView) -> Vec<(&str, &str)> {
     let queues = view.cluster_queues().flat_map(|(_, queue)| &queue.resource_groups);
     let cohorts = view.cohorts().flat_map(|(_, cohort)| &cohort.resource_groups);
     let mut listed: Vec<(&str, &str)> = queues
@@ -390,50 +392,175 @@ pub fn reclaimer_never_short(
     resource: &str,
     usable: impl Fn(&str) -> bool,
 ) -> bool {
-    let tree = Tree { view, flavor, resource };
-    let Some(root) = tree_root(view, borrower) else { return false };
-    let reach = if borrows_while_preempting {
-        view.potential_available(reclaimer, flavor, resource)
-    } else {
-        reach_without_borrowing(&tree, reclaimer, borrower, &root)
-    };
-    let holds = |name: &str| name == borrower || usable(name);
-    if reach <= tree.guaranteed(reclaimer, &holds) {
-        return true; // what it keeps to itself covers all it could preempt for
+    Contest::new(view, borrower, flavor, resource, usable).never_short(reclaimer, borrows_while_preempting)
+}
+
+/// A borrower's place in its cohort tree for one flavor and resource, as each
+/// reclaimer of the tree meets it (the three questions above). What depends
+/// only on the borrower and on which queues can hold workloads (`usable`) is
+/// worked out once, so asking for every reclaimer of a tree costs each one a
+/// walk of its own path, not of the tree.
+pub struct Contest<'v, V: ClusterView, U: Fn(&str) -> bool> {
+    tree: Tree<'v, V>,
+    borrower: &'v str,
+    /// The cohorts above the borrower, nearest first.
+    path: Vec<String>,
+    usable: U,
+    /// Per cohort on the borrower's side and way of counting: whether it can be over its quota.
+    over: RefCell<HashMap<(String, CohortsOver), bool>>,
+    flavor_resources: OnceCell<Vec<(&'v str, &'v str)>>,
+    /// The tree's pool, when it is one (no Cohort's own limit splits it).
+    pool: OnceCell<Option<Pool>>,
+}
+
+/// The pool a tree shares for one flavor-resource, and what its usable
+/// queues could draw from it past what they keep (`reclaimer_never_short`).
+struct Pool {
+    root: String,
+    quota: i64,
+    drawn_by_usable: i128,
+}
+
+impl<'v, V: ClusterView, U: Fn(&str) -> bool> Contest<'v, V, U> {
+    pub fn new(view: &'v V, borrower: &'v str, flavor: &'v str, resource: &'v str, usable: U) -> Self {
+        Self {
+            tree: Tree::new(view, flavor, resource),
+            borrower,
+            path: cohort_path(view, borrower),
+            usable,
+            over: RefCell::default(),
+            flavor_resources: OnceCell::new(),
+            pool: OnceCell::new(),
+        }
     }
-    let in_tree = |cohort: Option<&str>| cohort.is_some_and(|c| root_of(view, c) == root);
-    for (name, _) in view.cohorts().filter(|(name, _)| in_tree(Some(name))) {
-        let quota = tree.quota(Node::Cohort(name));
-        if quota.borrowing_limit.is_some() || quota.lending_limit.is_some() {
+
+    fn holds(&self, name: &str) -> bool {
+        name == self.borrower || (self.usable)(name)
+    }
+
+    /// `reclaimer_can_take_back`.
+    pub fn can_take_back(&self, reclaimer: &str) -> bool {
+        let tree = &self.tree;
+        let theirs = cohort_path(tree.view, reclaimer);
+        let Some((_, their_side)) = sides(&self.path, &theirs) else { return false };
+        let nodes: Vec<Node<'_>> =
+            std::iter::once(Node::ClusterQueue(reclaimer)).chain(their_side.iter().map(|c| Node::Cohort(c))).collect();
+        let branch = *nodes.last().expect("the reclaimer itself is always there");
+        let lent = |node: Node<'_>| tree.lent(node, &mut HashSet::new());
+        if tree.quota(Node::ClusterQueue(reclaimer)).nominal > 0 && lent(branch) > 0 {
+            return true;
+        }
+        let borrows_through = nodes.iter().all(|node| tree.quota(*node).borrowing_limit != Some(0));
+        borrows_through && nodes.iter().any(|node| tree.subtree(*node, &mut HashSet::new()) > 0 && lent(*node) > 0)
+    }
+
+    /// `borrower_side_can_be_over`.
+    pub fn side_can_be_over(&self, reclaimer: &str, cohorts_over: CohortsOver) -> bool {
+        let (view, flavor, resource) = (self.tree.view, self.tree.flavor, self.tree.resource);
+        let theirs = cohort_path(view, reclaimer);
+        let Some((our_side, _)) = sides(&self.path, &theirs) else { return false };
+        if view.potential_available(self.borrower, flavor, resource)
+            <= self.tree.quota(Node::ClusterQueue(self.borrower)).nominal
+        {
             return false;
         }
+        our_side.iter().all(|cohort| self.cohort_can_be_over(cohort, cohorts_over))
     }
-    let members = || view.cluster_queues().filter(|(_, queue)| in_tree(queue.cohort.as_deref()));
-    let pool = tree.subtree(Node::Cohort(&root), &mut HashSet::new());
-    let mut drawn: i64 = 0;
-    for (name, queue) in members() {
-        if queue.quota(flavor, resource).is_none() {
-            continue; // Kueue assigns a queue only the flavors it lists: it draws none of this one
+
+    fn cohort_can_be_over(&self, cohort: &str, cohorts_over: CohortsOver) -> bool {
+        let key = (cohort.to_string(), cohorts_over);
+        if let Some(known) = self.over.borrow().get(&key) {
+            return *known;
         }
-        let node = Node::ClusterQueue(name);
-        let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
-        let most = if name == reclaimer {
-            reach
-        } else if usable(name) {
-            view.potential_available(name, flavor, resource)
-        } else {
-            continue;
+        let view = self.tree.view;
+        let holds = |name: &str| self.holds(name);
+        let over = |tree: &Tree<'_, V>| {
+            let node = Node::Cohort(cohort);
+            tree.most_usage(node, &holds, &mut HashSet::new()) > tree.subtree(node, &mut HashSet::new())
         };
-        drawn = drawn.saturating_add(most.saturating_sub(keeps).max(0));
+        let answer = match cohorts_over {
+            CohortsOver::ThisResource => over(&self.tree),
+            CohortsOver::AnyResource => self
+                .flavor_resources
+                .get_or_init(|| flavor_resources(view))
+                .iter()
+                .any(|&(flavor, resource)| over(&Tree::new(view, flavor, resource))),
+        };
+        self.over.borrow_mut().insert(key, answer);
+        answer
     }
-    drawn <= pool
+
+    /// `reclaimer_never_short`.
+    pub fn never_short(&self, reclaimer: &str, borrows_while_preempting: bool) -> bool {
+        let tree = &self.tree;
+        let (view, flavor, resource) = (tree.view, tree.flavor, tree.resource);
+        let Some(root) = self.path.first().and_then(|cohort| view.cohort_tree().root(cohort)) else { return false };
+        let reach = if borrows_while_preempting {
+            view.potential_available(reclaimer, flavor, resource)
+        } else {
+            reach_without_borrowing(tree, reclaimer, &self.path, self.borrower, root)
+        };
+        let holds = |name: &str| self.holds(name);
+        if reach <= tree.guaranteed(reclaimer, &holds) {
+            return true; // what it keeps to itself covers all it could preempt for
+        }
+        let Some(pool) = self.pool.get_or_init(|| self.pool(root)) else { return false };
+        let mut drawn = pool.drawn_by_usable;
+        let in_tree = view
+            .cluster_queue(reclaimer)
+            .filter(|queue| queue.quota(flavor, resource).is_some())
+            .and_then(|queue| queue.cohort.as_deref())
+            .is_some_and(|cohort| view.cohort_tree().root(cohort) == Some(pool.root.as_str()));
+        if in_tree {
+            let node = Node::ClusterQueue(reclaimer);
+            let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
+            if (self.usable)(reclaimer) {
+                drawn -= i128::from(view.potential_available(reclaimer, flavor, resource).saturating_sub(keeps).max(0));
+            }
+            drawn += i128::from(reach.saturating_sub(keeps).max(0));
+        }
+        // Kueue's sums saturate; every term is at least zero, so the sum is capped.
+        i64::try_from(drawn).unwrap_or(i64::MAX) <= pool.quota
+    }
+
+    /// The tree's pool, or `None` where a Cohort's own borrowingLimit or
+    /// lendingLimit splits it (then `never_short` says no: the caller stays careful).
+    fn pool(&self, root: &str) -> Option<Pool> {
+        let tree = &self.tree;
+        let (cohorts, queues) = tree.view.cohort_tree().members(root);
+        for cohort in cohorts {
+            let quota = tree.quota(Node::Cohort(cohort));
+            if quota.borrowing_limit.is_some() || quota.lending_limit.is_some() {
+                return None;
+            }
+        }
+        let mut drawn: i128 = 0;
+        for name in queues {
+            let listed = tree.view.cluster_queue(name).is_some_and(|q| q.quota(tree.flavor, tree.resource).is_some());
+            if !listed || !(self.usable)(name) {
+                continue; // Kueue assigns a queue only the flavors it lists: it draws none of this one
+            }
+            let node = Node::ClusterQueue(name);
+            let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
+            let most = tree.view.potential_available(name, tree.flavor, tree.resource);
+            drawn += i128::from(most.saturating_sub(keeps).max(0));
+        }
+        let quota = tree.subtree(Node::Cohort(root), &mut HashSet::new());
+        Some(Pool { root: root.to_string(), quota, drawn_by_usable: drawn })
+    }
 }
 
 /// The most a reclaimer that may not borrow while preempting uses, with the
 /// request it simulates preemption for: its nominal quota, or what it keeps plus
 /// the room in a cohort on its path short of the root (`fitsResourceQuota`,
 /// `FindHeightOfLowestSubtreeThatFits`), at most its potential.
-fn reach_without_borrowing<V: ClusterView>(tree: &Tree<'_, V>, reclaimer: &str, borrower: &str, root: &str) -> i64 {
+fn reach_without_borrowing<V: ClusterView>(
+    tree: &Tree<'_, V>,
+    reclaimer: &str,
+    borrower_path: &[String],
+    borrower: &str,
+    root: &str,
+) -> i64 {
     let view = tree.view;
     let node = Node::ClusterQueue(reclaimer);
     let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
@@ -441,7 +568,6 @@ fn reach_without_borrowing<V: ClusterView>(tree: &Tree<'_, V>, reclaimer: &str, 
     // A cohort that also holds the borrower has the borrower's usage in it, and
     // the borrower is a candidate only while over its nominal quota: what is
     // left there for the reclaimer is at most the rest.
-    let borrower_path = cohort_path(view, borrower);
     let borrower_nominal = tree.quota(Node::ClusterQueue(borrower)).nominal;
     let room = |cohort: String| {
         let subtree = tree.subtree(Node::Cohort(&cohort), &mut HashSet::new());
@@ -455,19 +581,8 @@ fn reach_without_borrowing<V: ClusterView>(tree: &Tree<'_, V>, reclaimer: &str, 
 /// The top of a ClusterQueue's cohort tree (a cohort without a Cohort object is
 /// its own root; a cycle stops the walk where it closes).
 pub fn tree_root(view: &impl ClusterView, cluster_queue: &str) -> Option<String> {
-    Some(root_of(view, view.cluster_queue(cluster_queue)?.cohort.as_deref()?))
-}
-
-fn root_of(view: &impl ClusterView, cohort: &str) -> String {
-    let mut current = cohort.to_string();
-    let mut seen = HashSet::new();
-    while seen.insert(current.clone()) {
-        match view.cohort(&current).and_then(|c| c.parent.clone()) {
-            Some(parent) => current = parent,
-            None => break,
-        }
-    }
-    current
+    let cohort = view.cluster_queue(cluster_queue)?.cohort.as_deref()?;
+    view.cohort_tree().root(cohort).map(str::to_string)
 }
 
 /// Whether a request of the ClusterQueue's, beside `held` of `resource` in
@@ -482,7 +597,7 @@ fn root_of(view: &impl ClusterView, cohort: &str) -> String {
 /// With the held workload alone the usage is least, so a cohort that has no room
 /// then (saved cases s1-7010, s1-70941) never has.
 pub fn fits_below_root(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str, held: i64) -> bool {
-    let tree = Tree { view, flavor, resource };
+    let tree = Tree::new(view, flavor, resource);
     let path = cohort_path(view, cluster_queue);
     let below_root = path.len().saturating_sub(1);
     let queue = Node::ClusterQueue(cluster_queue);
@@ -506,7 +621,7 @@ pub fn fits_below_root(view: &impl ClusterView, cluster_queue: &str, flavor: &st
 
 /// The ClusterQueue's own nominal quota of `resource` in `flavor`.
 pub fn nominal(view: &impl ClusterView, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
-    let tree = Tree { view, flavor, resource };
+    let tree = Tree::new(view, flavor, resource);
     tree.quota(Node::ClusterQueue(cluster_queue)).nominal
 }
 
@@ -799,7 +914,7 @@ mod tests {
                 + &cluster_queue("borrower", "root", "")
         };
         let view = state(&closed(""));
-        let tree = Tree { view: &view, flavor: "f", resource: "cpu" };
+        let tree = Tree::new(&view, "f", "cpu");
         let everyone = |_: &str| true;
         assert_eq!(tree.guaranteed("reclaimer", &everyone), 3000);
         assert!(reclaimer_never_short(&view, "borrower", "reclaimer", false, "f", "cpu", everyone));
@@ -807,7 +922,7 @@ mod tests {
         assert!(!reclaimer_never_short(&view, "borrower", "reclaimer", true, "f", "cpu", everyone));
         // A second queue in closed can use closed's quota: nothing is kept for the reclaimer.
         let shared = state(&closed(&cluster_queue("sibling", "closed", "")));
-        let tree = Tree { view: &shared, flavor: "f", resource: "cpu" };
+        let tree = Tree::new(&shared, "f", "cpu");
         assert_eq!(tree.guaranteed("reclaimer", &everyone), 0);
         assert!(!reclaimer_never_short(&shared, "borrower", "reclaimer", false, "f", "cpu", everyone));
         // Unless that queue takes no workloads: then its 4, lent to closed, are kept too.

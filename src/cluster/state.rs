@@ -1,11 +1,15 @@
 //! [`ClusterState`]: the cluster objects the rules read, pruned, in plain maps,
 //! with what is derived from them (per ClusterQueue, not per review).
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::OnceLock;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use super::cohort_tree::CohortTree;
 use super::kueue_config::KueueConfig;
 use super::objects::{LimitItem, ResourceAmounts};
+use super::priorities::{self, PriorityClassRef};
+use super::reclaim::{self, Reclaimer};
 use super::{
     ClusterObject, ClusterQueue, ClusterView, Cohort, LocalQueue, NamespaceInfo, NamespaceSelector, OwnerKey,
     PriorityClass, ResourceFlavor, quota,
@@ -27,6 +31,9 @@ pub struct ObjectCounts {
     pub limit_ranges: usize,
     pub runtime_classes: usize,
 }
+
+/// How many ClusterQueues' reclaimers one step of [`ClusterState::derive`] derives.
+pub const QUEUES_PER_STEP: usize = 32;
 
 /// The cluster objects the rules read, pruned, indexed for the lookups above.
 #[derive(Debug, Clone)]
@@ -63,12 +70,36 @@ pub struct ClusterState {
     /// most it could ever hold (`quota::potential_available`, a walk of its
     /// whole cohort tree).
     potentials: OnceLock<Potentials>,
-    /// Derived likewise: each ClusterQueue in a cohort, the root of its tree.
-    roots: OnceLock<HashMap<String, String>>,
+    /// Derived likewise: the ClusterQueues anyone could get a workload into.
+    accepting: OnceLock<HashSet<String>>,
+    /// Derived likewise: the cohort trees as an index.
+    cohort_tree: OnceLock<CohortTree>,
+    /// Derived likewise: per flavor-resource listed anywhere, each cohort's
+    /// subtree quota (`quota::Tree::subtree`).
+    subtrees: OnceLock<Subtrees>,
+    /// Derived likewise: the priorities a user can name, highest first.
+    priorities: OnceLock<Vec<PriorityClassRef>>,
+    /// Who could reclaim what from whom (`reclaim::reclaimers`), per
+    /// (ClusterQueue, flavor, resource): filled by [`ClusterState::derive`], or
+    /// on first use for one it has not reached yet.
+    reclaimers: ReclaimMemo,
 }
 
 /// ClusterQueue -> flavor -> resource -> milli-units.
 type Potentials = HashMap<String, HashMap<String, HashMap<String, i64>>>;
+/// flavor -> resource -> cohort -> milli-units.
+type Subtrees = HashMap<String, HashMap<String, HashMap<String, i64>>>;
+
+/// (ClusterQueue, flavor, resource) -> who could reclaim it. A clone starts empty.
+#[derive(Debug, Default)]
+struct ReclaimMemo(Mutex<HashMap<ReclaimKey, Arc<[Reclaimer]>>>);
+type ReclaimKey = (String, String, String);
+
+impl Clone for ReclaimMemo {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
 
 /// Upstream Kueue v0.19.2 in kueue-system.
 impl Default for ClusterState {
@@ -98,7 +129,11 @@ impl ClusterState {
             owners: HashMap::new(),
             served: OnceLock::new(),
             potentials: OnceLock::new(),
-            roots: OnceLock::new(),
+            accepting: OnceLock::new(),
+            cohort_tree: OnceLock::new(),
+            subtrees: OnceLock::new(),
+            priorities: OnceLock::new(),
+            reclaimers: ReclaimMemo::default(),
         }
     }
 
@@ -107,11 +142,55 @@ impl ClusterState {
         &self.kueue
     }
 
+    /// Derives now what the rules would otherwise derive on first use: every
+    /// fact above, and who could reclaim from each ClusterQueue in each
+    /// flavor-resource it lists.
+    pub fn derive(&self) {
+        let mut step = Some(0);
+        while let Some(next) = step {
+            step = self.derive_step(next);
+        }
+    }
+
+    /// One step of [`Self::derive`], short enough to hold a reader's lock for:
+    /// step 0 the facts of the whole view, then each the reclaimers of up to
+    /// [`QUEUES_PER_STEP`] ClusterQueues (in name order). Returns the next step,
+    /// or `None` once all is derived.
+    pub fn derive_step(&self, step: usize) -> Option<usize> {
+        if step == 0 {
+            let _ = (self.nameable_priorities(), self.subtrees(), self.potentials());
+            if let Some(name) = self.cluster_queues.keys().next() {
+                let _ = (self.request_floor(name), self.accepts_workloads(name));
+            }
+            return Some(1);
+        }
+        let queues = self.cluster_queues.iter().skip((step - 1) * QUEUES_PER_STEP).take(QUEUES_PER_STEP);
+        let mut any = false;
+        for (name, queue) in queues {
+            any = true;
+            if queue.cohort.is_none() {
+                continue;
+            }
+            for group in &queue.resource_groups {
+                for flavor in &group.flavors {
+                    for resource in &group.covered_resources {
+                        let _ = self.reclaimers(name, &flavor.name, resource);
+                    }
+                }
+            }
+        }
+        any.then_some(step + 1)
+    }
+
     /// Every change drops what was derived from the state before it.
     fn forget_derived(&mut self) {
         self.served = OnceLock::new();
         self.potentials = OnceLock::new();
-        self.roots = OnceLock::new();
+        self.accepting = OnceLock::new();
+        self.cohort_tree = OnceLock::new();
+        self.subtrees = OnceLock::new();
+        self.priorities = OnceLock::new();
+        self.reclaimers = ReclaimMemo::default();
     }
 
     /// Adds or replaces one object.
@@ -445,14 +524,49 @@ impl ClusterView for ClusterState {
     }
 
     fn cohort_root(&self, cluster_queue: &str) -> Option<&str> {
-        let roots = self.roots.get_or_init(|| {
-            self.cluster_queues.keys().filter_map(|name| Some((name.clone(), quota::tree_root(self, name)?))).collect()
+        self.cohort_tree().root(self.cluster_queues.get(cluster_queue)?.cohort.as_deref()?)
+    }
+
+    fn accepts_workloads(&self, cluster_queue: &str) -> bool {
+        let accepting = self.accepting.get_or_init(|| {
+            let names = self.cluster_queues.keys();
+            names.filter(|name| super::active::accepts_workloads(self, name)).cloned().collect()
         });
-        roots.get(cluster_queue).map(String::as_str)
+        accepting.contains(cluster_queue)
+    }
+
+    fn cohort_tree(&self) -> &CohortTree {
+        self.cohort_tree.get_or_init(|| CohortTree::build(&self.cluster_queues, &self.cohorts))
+    }
+
+    fn subtree_quota(&self, cohort: &str, flavor: &str, resource: &str) -> Option<i64> {
+        self.subtrees().get(flavor)?.get(resource)?.get(cohort).copied()
+    }
+
+    fn reclaimers(&self, cluster_queue: &str, flavor: &str, resource: &str) -> Arc<[Reclaimer]> {
+        let key = (cluster_queue.to_string(), flavor.to_string(), resource.to_string());
+        if let Some(known) = self.reclaimers.0.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return known.clone();
+        }
+        // Worked out without the lock: two threads may both do it, to the same end.
+        let found: Arc<[Reclaimer]> = reclaim::reclaimers(self, cluster_queue, flavor, resource).into();
+        self.reclaimers.0.lock().unwrap_or_else(|p| p.into_inner()).insert(key, found.clone());
+        found
+    }
+
+    fn nameable_priorities(&self) -> Cow<'_, [PriorityClassRef]> {
+        Cow::Borrowed(self.priorities.get_or_init(|| priorities::sorted(self)))
     }
 
     fn potential_available(&self, cluster_queue: &str, flavor: &str, resource: &str) -> i64 {
-        let potentials = self.potentials.get_or_init(|| {
+        let known = self.potentials().get(cluster_queue).and_then(|f| f.get(flavor)).and_then(|r| r.get(resource));
+        known.copied().unwrap_or_else(|| quota::potential_available(self, cluster_queue, flavor, resource))
+    }
+}
+
+impl ClusterState {
+    fn potentials(&self) -> &Potentials {
+        self.potentials.get_or_init(|| {
             let mut all = Potentials::new();
             for (name, queue) in &self.cluster_queues {
                 let by_flavor = all.entry(name.clone()).or_default();
@@ -467,9 +581,21 @@ impl ClusterView for ClusterState {
                 }
             }
             all
-        });
-        let known = potentials.get(cluster_queue).and_then(|f| f.get(flavor)).and_then(|r| r.get(resource));
-        known.copied().unwrap_or_else(|| quota::potential_available(self, cluster_queue, flavor, resource))
+        })
+    }
+
+    fn subtrees(&self) -> &Subtrees {
+        self.subtrees.get_or_init(|| {
+            let tree = self.cohort_tree();
+            let mut all = Subtrees::new();
+            for (flavor, resource) in quota::flavor_resources(self) {
+                let by_cohort = all.entry(flavor.to_string()).or_default().entry(resource.to_string()).or_default();
+                for cohort in tree.cohorts().filter(|cohort| !tree.on_cycle(cohort)) {
+                    by_cohort.insert(cohort.to_string(), quota::underived_subtree(self, cohort, flavor, resource));
+                }
+            }
+            all
+        })
     }
 }
 

@@ -2,7 +2,13 @@
 //! found missing ([`Absent`]), which the server confirms live; and the what-if
 //! overlays the rules check a way out through.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use super::cohort_tree::CohortTree;
 use super::kueue_config::KueueConfig;
+use super::priorities::PriorityClassRef;
+use super::reclaim::Reclaimer;
 use super::{ClusterQueue, Cohort, LocalQueue, NamespaceInfo, OwnerKey, PriorityClass, ResourceFlavor};
 use crate::workload::{LimitSummary, ResourceAmounts, ResourceSettings, Surroundings};
 
@@ -48,6 +54,20 @@ pub trait ClusterView {
     /// The top of the ClusterQueue's cohort tree; `None` outside any cohort
     /// (`quota::tree_root`, derived once per change).
     fn cohort_root(&self, cluster_queue: &str) -> Option<&str>;
+    /// Whether anyone could get a workload into the ClusterQueue at all
+    /// (`active::accepts_workloads`, derived once per change).
+    fn accepts_workloads(&self, cluster_queue: &str) -> bool;
+    /// The cohort trees as an index (derived once per change).
+    fn cohort_tree(&self) -> &CohortTree;
+    /// A cohort's subtree quota of `resource` in `flavor` (`quota::Tree::subtree`),
+    /// derived once per change; `None` where not derived (a flavor-resource no
+    /// queue or cohort lists, a cohort on a cycle).
+    fn subtree_quota(&self, cohort: &str, flavor: &str, resource: &str) -> Option<i64>;
+    /// Who could reclaim `resource` in `flavor` from the ClusterQueue
+    /// (`reclaim::reclaimers`), derived once per change.
+    fn reclaimers(&self, cluster_queue: &str, flavor: &str, resource: &str) -> Arc<[Reclaimer]>;
+    /// Every priority a user can name, highest first (`priorities::sorted`).
+    fn nameable_priorities(&self) -> Cow<'_, [PriorityClassRef]>;
 }
 
 /// An object a denial found missing; LocalQueues live in the workload's namespace.
@@ -145,6 +165,22 @@ impl ClusterView for WithPriorityClass<'_> {
     }
     fn cohort_root(&self, cluster_queue: &str) -> Option<&str> {
         self.view.cohort_root(cluster_queue)
+    }
+    fn accepts_workloads(&self, cluster_queue: &str) -> bool {
+        self.view.accepts_workloads(cluster_queue)
+    }
+    fn cohort_tree(&self) -> &CohortTree {
+        self.view.cohort_tree()
+    }
+    fn subtree_quota(&self, cohort: &str, flavor: &str, resource: &str) -> Option<i64> {
+        self.view.subtree_quota(cohort, flavor, resource)
+    }
+    fn reclaimers(&self, cluster_queue: &str, flavor: &str, resource: &str) -> Arc<[Reclaimer]> {
+        // Who reclaims from whom does not depend on priorities.
+        self.view.reclaimers(cluster_queue, flavor, resource)
+    }
+    fn nameable_priorities(&self) -> Cow<'_, [PriorityClassRef]> {
+        Cow::Owned(super::priorities::sorted(self))
     }
 }
 

@@ -22,11 +22,8 @@ use std::fmt;
 use super::passes;
 use super::priority::{self, ClassKind, PriorityClassRef};
 use super::verdict::{Denial, Explain, Subject, WayOut};
-use crate::cluster::active::accepts_workloads;
-use crate::cluster::quota::{
-    CohortsOver, Usage, borrower_side_can_be_over, fits_below_root, most_without_borrowing, nominal,
-    reclaimer_can_take_back, reclaimer_never_short,
-};
+use crate::cluster::priorities;
+use crate::cluster::quota::{Usage, fits_below_root, nominal};
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::vocabulary::kueue::PRIORITY_CLASS_LABEL;
 use crate::vocabulary::own_names::CHECKPOINTING_ANNOTATION;
@@ -103,25 +100,9 @@ impl fmt::Display for Exposure {
     }
 }
 
-/// Every priority a user can give a workload, highest first: WorkloadPriorityClasses,
-/// PriorityClasses (system ones too), and what a workload naming none gets.
-pub fn nameable_priorities(view: &impl ClusterView) -> Vec<PriorityClassRef> {
-    let mut all: Vec<PriorityClassRef> = view
-        .workload_priority_classes()
-        .map(|(name, value)| PriorityClassRef { kind: ClassKind::WorkloadPriorityClass, name: name.to_string(), value })
-        .chain(view.priority_classes().map(|(name, class)| PriorityClassRef {
-            kind: ClassKind::PriorityClass,
-            name: name.to_string(),
-            value: class.value,
-        }))
-        .collect();
-    all.sort_by(|a, b| b.value.cmp(&a.value).then(a.name.cmp(&b.name)));
-    all
-}
-
 /// The lowest priority a user can name above `priority`, if any: the likeliest preemptor.
 fn outranking(view: &impl ClusterView, priority: i32) -> Option<PriorityClassRef> {
-    nameable_priorities(view).into_iter().rev().find(|class| class.value > priority)
+    priorities::lowest_above(&view.nameable_priorities(), priority).cloned()
 }
 
 /// Whether a workload of `priority` holding `usage` in ClusterQueue `cq_name`
@@ -177,13 +158,11 @@ fn preempts_while_borrowing(view: &impl ClusterView, queue: &ClusterQueue) -> bo
         || (view.kueue_config().fair_sharing_enabled() && queue.reclaim_within_cohort != ReclaimWithinCohort::Never)
 }
 
-/// Another ClusterQueue of the cohort tree reclaiming what this one borrows.
-/// This queue is a candidate only while over its nominal quota, so only where it
-/// can borrow at all; the reclaimer needs that flavor-resource, and either its
-/// branch of the tree lends into the pool this queue borrows from (the pool is
-/// fungible: once the tree is busy, what the reclaimer's side lent is what the
-/// borrower holds), or it may preempt while it borrows itself
-/// (borrowWithinCohort, below its threshold).
+/// Another ClusterQueue of the cohort tree reclaiming what this one borrows
+/// ([`crate::cluster::reclaim::reclaimers`], derived per queue, flavor and
+/// resource): the first, in the order held and by name, whose policy and
+/// preempting while borrowing (borrowWithinCohort, below its threshold) let it
+/// reclaim from this priority.
 ///
 /// With fair sharing on, Kueue runs `fairPreemptions` instead: any queue of the
 /// tree that borrows the flavor-resource is a candidate, whatever borrowWithinCohort
@@ -201,23 +180,10 @@ fn reclaim(
     held: &[(&str, &str, i64)],
 ) -> Option<Exposure> {
     queue.cohort.as_ref()?;
-    let root = view.cohort_root(cq_name);
     let above = outranking(view, priority);
-    let fair_sharing = view.kueue_config().fair_sharing_enabled();
     for (flavor, resource, _) in held {
-        let ours = nominal(view, cq_name, flavor, resource);
-        let most = view.potential_available(cq_name, flavor, resource);
-        if most <= ours {
-            continue; // cannot borrow this one: never over nominal in it
-        }
-        for (other_name, other) in view.cluster_queues() {
-            if other_name == cq_name || other.cohort.is_none() || view.cohort_root(other_name) != root {
-                continue;
-            }
-            if !accepts_workloads(view, other_name) {
-                continue; // no preemptor can ever be admitted through it
-            }
-            let by = match other.reclaim_within_cohort {
+        for reclaimer in view.reclaimers(cq_name, flavor, resource).iter() {
+            let by = match reclaimer.policy {
                 ReclaimWithinCohort::Never => continue,
                 ReclaimWithinCohort::Any => None,
                 ReclaimWithinCohort::LowerPriority => match &above {
@@ -225,74 +191,18 @@ fn reclaim(
                     None => continue,
                 },
             };
-            if other.quota(flavor, resource).is_none() {
-                continue; // the reclaimer's queue has no quota in this flavor-resource
+            if reclaimer.reclaims(reclaimer.while_borrowing.applies(priority, above.is_some())) {
+                return Some(Exposure::Reclaim {
+                    reclaimer: reclaimer.name.clone(),
+                    policy: reclaimer.policy,
+                    by,
+                    flavor: flavor.to_string(),
+                    resource: resource.to_string(),
+                });
             }
-            let borrows_while_preempting = if fair_sharing {
-                view.potential_available(other_name, flavor, resource) > 0
-            } else {
-                other.borrow_within_cohort.lower_priority
-                    && other.borrow_within_cohort.max_priority_threshold.is_none_or(|threshold| priority <= threshold)
-                    && above.is_some()
-            };
-            if !fair_sharing && !borrows_while_preempting && always_borrows(view, other_name, other, cq_name, flavor) {
-                continue; // every workload it could admit borrows, and it may not preempt while borrowing
-            }
-            let usable = |q: &str| accepts_workloads(view, q);
-            let cohorts_over = if fair_sharing { CohortsOver::AnyResource } else { CohortsOver::ThisResource };
-            if !borrower_side_can_be_over(view, cq_name, other_name, (flavor, resource), cohorts_over, usable) {
-                continue; // evicting it would free nothing the reclaimer's side can reach
-            }
-            let takes_back = reclaimer_can_take_back(view, other_name, cq_name, flavor, resource);
-            if !(takes_back || borrows_while_preempting) {
-                continue; // nothing of ours it could take back
-            }
-            if reclaimer_never_short(view, cq_name, other_name, borrows_while_preempting, flavor, resource, usable) {
-                continue; // the tree holds what it could need beside everyone's most: it never reclaims
-            }
-            return Some(Exposure::Reclaim {
-                reclaimer: other_name.to_string(),
-                policy: other.reclaim_within_cohort,
-                by,
-                flavor: flavor.to_string(),
-                resource: resource.to_string(),
-            });
         }
     }
     None
-}
-
-/// Whether every workload `reclaimer` could admit must borrow to preempt what
-/// `borrower` holds in `flavor` (saved case s1-50973): some resource that the
-/// LimitRanges of every namespace it serves force on each pod
-/// ([`ClusterView::request_floor`]) is more than it can ask without borrowing
-/// ([`most_without_borrowing`]) in each flavor Kueue could assign that
-/// resource: the contested flavor when the resource shares its resource group
-/// (one flavor per group and pod set), any flavor of its own group otherwise.
-/// A resource the queue does not cover at all admits nothing
-/// (`findFlavorForPodSets`: "resource ... unavailable in ClusterQueue").
-fn always_borrows(
-    view: &impl ClusterView,
-    reclaimer_name: &str,
-    reclaimer: &ClusterQueue,
-    borrower: &str,
-    flavor: &str,
-) -> bool {
-    let Some(floor) = view.request_floor(reclaimer_name) else { return false };
-    floor.iter().any(|(resource, least)| {
-        let least = least.kueue_milli(resource);
-        if least <= 0 {
-            return false;
-        }
-        let group = reclaimer.resource_groups.iter().find(|g| g.covered_resources.iter().any(|r| r == resource));
-        let Some(group) = group else { return true };
-        let too_little = |f: &str| least > most_without_borrowing(view, reclaimer_name, borrower, f, resource);
-        if group.flavors.iter().any(|f| f.name == flavor) {
-            too_little(flavor)
-        } else {
-            group.flavors.iter().all(|f| too_little(&f.name))
-        }
-    })
 }
 
 /// Refuses a non-checkpointing evaluation that Kueue could preempt in the
@@ -321,7 +231,8 @@ pub fn check_preemption<'v>(
     }
     let mut messages = Vec::new();
     let mut ways_out = Vec::new();
-    let classes = if found.depends_on_priority() { safe_classes(view, subject) } else { Vec::new() };
+    let classes =
+        if found.depends_on_priority() { safe_classes(view, subject, cluster_queue, usage) } else { Vec::new() };
     if !classes.is_empty() {
         let choices: Vec<String> = classes.iter().map(|c| format!("{} ({})", c.how_to_use(), c.value)).collect();
         messages.push(format!("use a priority nothing outranks ({})", choices.join(" or ")));
@@ -354,17 +265,35 @@ pub fn check_preemption<'v>(
     .offering(ways_out))
 }
 
+/// The most classes a denial offers, and the most it checks to find them: a
+/// list of hundreds helps nobody, and each check runs every rule.
+const MOST_CLASSES_OFFERED: usize = 3;
+const MOST_CLASSES_CHECKED: usize = 16;
+
 /// The classes with which the workload would pass every check (so Kueue could
 /// not preempt it in this queue), as the change that makes Kueue read them: with the
 /// priority-class label set, only another WorkloadPriorityClass (the label wins);
 /// a PriorityClass only for a Job without the label. System classes are not offered.
-fn safe_classes(view: &impl ClusterView, subject: Subject<'_>) -> Vec<PriorityClassRef> {
+///
+/// Only classes at or above the queue's threshold are checked: exposure only
+/// shrinks as the priority rises (fewer classes outrank it, fewer
+/// borrowWithinCohort thresholds are above it), so the lowest safe priority is
+/// found by halving the nameable ones, and every class below it is exposed.
+fn safe_classes(
+    view: &impl ClusterView,
+    subject: Subject<'_>,
+    cluster_queue: &str,
+    usage: &Usage,
+) -> Vec<PriorityClassRef> {
     let labelled = subject.workload.priority_class_label().is_some();
     let is_job = subject.kind == crate::workload::WorkloadKind::Job;
-    nameable_priorities(view)
-        .into_iter()
+    let nameable = view.nameable_priorities();
+    let safe = nameable.partition_point(|class| exposure(view, cluster_queue, class.value, usage).is_none());
+    nameable[..safe]
+        .iter()
         .filter(|class| !class.name.starts_with("system-"))
         .filter(|class| class.kind == ClassKind::WorkloadPriorityClass || (!labelled && is_job))
+        .take(MOST_CLASSES_CHECKED)
         .filter(|class| {
             let changed = match class.kind {
                 ClassKind::WorkloadPriorityClass => {
@@ -376,6 +305,8 @@ fn safe_classes(view: &impl ClusterView, subject: Subject<'_>) -> Vec<PriorityCl
             };
             passes(view, Subject { workload: &changed, ..subject })
         })
+        .take(MOST_CLASSES_OFFERED)
+        .cloned()
         .collect()
 }
 

@@ -42,43 +42,7 @@ impl fmt::Display for Priority {
     }
 }
 
-/// A priority class that outranks a workload.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PriorityClassRef {
-    pub kind: ClassKind,
-    pub name: String,
-    pub value: i32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClassKind {
-    WorkloadPriorityClass,
-    PriorityClass,
-}
-
-impl fmt::Display for PriorityClassRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.kind {
-            ClassKind::WorkloadPriorityClass => "WorkloadPriorityClass",
-            ClassKind::PriorityClass => "PriorityClass",
-        };
-        write!(f, "{kind} '{}' ({})", self.name, self.value)
-    }
-}
-
-impl PriorityClassRef {
-    /// How a user puts this class on a workload.
-    pub fn how_to_use(&self) -> String {
-        match self.kind {
-            ClassKind::WorkloadPriorityClass => {
-                format!("label {PRIORITY_CLASS_LABEL}: {}", self.name)
-            }
-            ClassKind::PriorityClass => {
-                format!("priorityClassName: {} in the pod template", self.name)
-            }
-        }
-    }
-}
+pub use crate::cluster::priorities::{ClassKind, PriorityClassRef};
 
 /// The workload's priority as Kueue resolves it (`jobframework.PrepareWorkloadPriority`):
 /// the WorkloadPriorityClass label first, else the first pod set naming a

@@ -28,7 +28,7 @@ pub fn router(state: AdminState) -> Router {
         .with_state(state)
 }
 
-/// Ready once the cluster view has synced, and no longer once shutdown begins,
+/// Ready once the cluster view has synced and been derived, and no longer once shutdown begins,
 /// so the Service stops routing reviews here before the listener closes.
 ///
 /// A view that cannot sync (the Kueue CRDs exist but their API cannot be
@@ -48,6 +48,11 @@ async fn readyz(State(admin): State<AdminState>) -> Response {
             format!("cluster view not synced: waiting for {}\n", pending.join(", ")),
         );
     }
+    // The first derivation after the sync: until then the first reviews
+    // would derive the view themselves, past the webhook's timeout at scale.
+    if !admin.cluster.is_derived() {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "cluster view synced, not yet derived\n");
+    }
     // Still ready: the release is said, not held against the reviews.
     let mut body = String::from("ok\n");
     for why in admin.cluster.release_warnings() {
@@ -64,6 +69,8 @@ async fn metrics(State(admin): State<AdminState>) -> Response {
     admin.metrics.watchers_running.set(crate::cache::watch::running_watchers());
     admin.metrics.kueue_release_contradicted.set(i64::from(!admin.cluster.release_warnings().is_empty()));
     admin.metrics.kueue_release_confirmed.set(i64::from(admin.cluster.release_confirmed()));
+    admin.metrics.view_derivation_seconds.set(admin.cluster.last_derivation().as_secs_f64());
+    admin.metrics.view_derived.set(i64::from(admin.cluster.is_current()));
     let mut response = text(StatusCode::OK, admin.metrics.encode());
     response.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,

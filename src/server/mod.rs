@@ -147,6 +147,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
         None => {
             let client = kube::Client::try_default().await?;
             let cache = Arc::new(ClusterCache::live(client.clone(), &watch::CORE_KINDS, config.kueue.clone()));
+            cache.derive_in_background();
             watch::start(client, cache.clone(), config.kueue.clone(), config.kueue_managed_owners.clone());
             tracing::info!("watching the cluster");
             cache

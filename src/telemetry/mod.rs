@@ -127,6 +127,8 @@ pub struct Metrics {
     pub watchers_running: Gauge,
     pub kueue_release_contradicted: Gauge,
     pub kueue_release_confirmed: Gauge,
+    pub view_derivation_seconds: Gauge<f64, AtomicU64>,
+    pub view_derived: Gauge,
 }
 
 impl Default for Metrics {
@@ -222,8 +224,24 @@ impl Metrics {
              it cannot say (see /readyz)",
             kueue_release_confirmed.clone(),
         );
+        let view_derivation_seconds = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "view_derivation_seconds",
+            "How long the last derivation of the cluster view took (the cohort trees, quotas and who can reclaim \
+             from whom, worked out after each change, off the review path)",
+            view_derivation_seconds.clone(),
+        );
+        let view_derived = Gauge::default();
+        registry.register(
+            "view_derived",
+            "1 when what is derived is of the cluster view as it is now; 0 while a change is being derived (reviews \
+             then derive what they need themselves)",
+            view_derived.clone(),
+        );
         Self {
             registry,
+            view_derivation_seconds,
+            view_derived,
             watchers_running,
             kueue_release_contradicted,
             kueue_release_confirmed,

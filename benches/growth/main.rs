@@ -1,0 +1,169 @@
+//! Cost as the cluster grows (`cargo bench --bench growth`): the same EvalHub
+//! Job review (`/validate`, queued to a ClusterQueue that can borrow in the
+//! deepest cohort tree, verdict `preemptible`, ways out searched) against
+//! generated states from 10 to 1,000 ClusterQueues, 100 to 10,000 namespaces
+//! and 5 + 5 to 500 + 500 priority classes (benches/growth/states.rs).
+//!
+//! A. Per state, the release server (`serve --cluster`, pinned to one core,
+//!    the load generator on another) from spawn to `/readyz` 200, the first
+//!    review's latency after that, then its CPU per review (utime + stime over
+//!    the reviews, one at a time on one keep-alive connection), beside the
+//!    no-op server (`--noop`) on the same body. The states are measured round
+//!    by round, interleaved, so a busy moment of the machine falls on all of them.
+//! B. At the largest state, in process: a ClusterQueue changed the way the
+//!    watch cache changes it, then re-derived (`ClusterCache::rederive`), timed;
+//!    and the longest review answered on another thread while that runs.
+//!
+//! Results: `$BENCH_OUT/growth.json`. `BENCH_SMOKE=1`: the two end sizes, one
+//! round, 50 reviews.
+
+#[path = "../harness.rs"]
+mod harness;
+mod states;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use eval_admission::admission::{self, ReviewBuilder, Webhook};
+use eval_admission::cache::ClusterCache;
+use eval_admission::cluster::{ClusterObject, objects, state_file};
+use eval_admission::config::Config;
+use eval_admission::vocabulary::reason::Reason;
+use eval_admission::workload::WorkloadKind::Job;
+use serde_json::json;
+use states::Size;
+use testkit::JobBuilder;
+
+const SMALL: Size = Size { cluster_queues: 10, namespaces: 100, classes: 5 };
+const LARGE: Size = Size { cluster_queues: 1_000, namespaces: 10_000, classes: 500 };
+
+fn sizes(smoke: bool) -> Vec<Size> {
+    if smoke {
+        return vec![SMALL, LARGE];
+    }
+    vec![
+        Size { cluster_queues: 1, namespaces: 100, classes: 5 },
+        SMALL,
+        Size { cluster_queues: 100, namespaces: 1_000, classes: 5 },
+        Size { cluster_queues: 1_000, namespaces: 1_000, classes: 5 },
+        Size { cluster_queues: 10, namespaces: 100, classes: 500 },
+        LARGE,
+    ]
+}
+
+/// The EvalHub Job in team-0 as the validating webhook sees it: queued, suspended.
+fn review_body() -> Vec<u8> {
+    let job = JobBuilder::evalhub_created("team-0", 40, 12).queue("eval-queue").suspend(true).build();
+    ReviewBuilder::create(Job, &job)
+        .uid("b6f7a0c2-5d1e-4f3a-9c8b-2e4d6f8a0b1c")
+        .user("system:serviceaccount:team-0:evalhub")
+        .to_bytes()
+}
+
+fn main() {
+    let smoke = harness::smoke();
+    let body = review_body();
+    let config = Config::default();
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows = Vec::new();
+    for size in sizes(smoke) {
+        let path = dir.path().join(format!("state-{}-{}-{}.yaml", size.cluster_queues, size.namespaces, size.classes));
+        let yaml = states::state_file(size);
+        std::fs::write(&path, &yaml).unwrap();
+        // The verdict the table is about, checked once in process.
+        let state = state_file::parse(yaml.as_bytes()).unwrap();
+        let outcome = admission::review_offline(Webhook::Validate, &body, &config, &state).unwrap();
+        let reason = outcome.decision.reason;
+        assert_eq!(reason, Reason::Preemptible, "{}: {:?}", size.label(), outcome.decision.message);
+        rows.push((size, path));
+    }
+    let in_process = in_process(&rows, &body, &config, smoke);
+    let rederive = rederive(LARGE, &body, &config, smoke);
+    let report = json!({
+        "smoke": smoke,
+        "in_process": in_process,
+        "rederive": rederive,
+    });
+    harness::write_json("growth.json", &report);
+}
+
+/// Per state, the median time of one review in process (decode, decide, encode).
+fn in_process(rows: &[(Size, std::path::PathBuf)], body: &[u8], config: &Config, smoke: bool) -> serde_json::Value {
+    let mut out = Vec::new();
+    for (size, path) in rows {
+        let state = state_file::parse(&std::fs::read(path).unwrap()).unwrap();
+        let first = Instant::now();
+        admission::review_offline(Webhook::Validate, body, config, &state).unwrap();
+        let first = first.elapsed();
+        let mut times: Vec<f64> = (0..if smoke { 20 } else { 200 })
+            .map(|_| {
+                let start = Instant::now();
+                std::hint::black_box(admission::review_offline(Webhook::Validate, body, config, &state).unwrap());
+                start.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        let median = harness::median(&mut times);
+        println!(
+            "{}: in process {median:.0} us per review; the first {:.0} us",
+            size.label(),
+            first.as_secs_f64() * 1e6
+        );
+        out.push(json!({"size": size.label(), "cohorts": states::cohorts(*size),
+                        "median_us": median, "first_us": first.as_secs_f64() * 1e6}));
+    }
+    json!(out)
+}
+
+/// A ClusterQueue changed at `size` as the watch changes it, re-derived, while
+/// another thread reviews: the re-derivation's time and the slowest review.
+fn rederive(size: Size, body: &[u8], config: &Config, smoke: bool) -> serde_json::Value {
+    let state = state_file::parse(states::state_file(size).as_bytes()).unwrap();
+    let cache = Arc::new(ClusterCache::from_state(state));
+    cache.rederive();
+    let done = Arc::new(AtomicBool::new(false));
+    let reviewer = {
+        let (cache, done, body, config) = (cache.clone(), done.clone(), body.to_vec(), config.clone());
+        std::thread::spawn(move || {
+            let mut slowest = Duration::ZERO;
+            let mut reviews = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                let start = Instant::now();
+                let view = cache.read();
+                std::hint::black_box(admission::review_offline(Webhook::Validate, &body, &config, &*view).unwrap());
+                drop(view);
+                slowest = slowest.max(start.elapsed());
+                reviews += 1;
+            }
+            (slowest, reviews)
+        })
+    };
+    let mut times = Vec::new();
+    for round in 0..if smoke { 3 } else { 20 } {
+        let changed = states::changed_queue(size, 8 + round % 2);
+        let object = parse_one(&changed);
+        let start = Instant::now();
+        cache.update(|state| state.apply(object));
+        cache.rederive();
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    done.store(true, Ordering::Relaxed);
+    let (slowest, reviews) = reviewer.join().unwrap();
+    let median = harness::median(&mut times);
+    let most = times.iter().copied().fold(0.0, f64::max);
+    println!(
+        "{}: a ClusterQueue changed and re-derived in {median:.1} ms (median; most {most:.1} ms); the slowest of {reviews} \
+         reviews meanwhile {:.1} ms",
+        size.label(),
+        slowest.as_secs_f64() * 1e3
+    );
+    json!({"size": size.label(), "rederive_ms_median": median, "rederive_ms_max": most,
+           "reviews_meanwhile": reviews, "slowest_review_ms": slowest.as_secs_f64() * 1e3})
+}
+
+fn parse_one(yaml: &str) -> ClusterObject {
+    let value: serde_json::Value = serde_yaml::from_str(yaml).unwrap();
+    let api_version = value["apiVersion"].as_str().unwrap().to_string();
+    let kind = value["kind"].as_str().unwrap().to_string();
+    objects::decode(&api_version, &kind, value).unwrap().unwrap()
+}

@@ -1,0 +1,173 @@
+//! Who can reclaim from whom: for a ClusterQueue borrowing one resource in one
+//! flavor, the other ClusterQueues of its cohort tree that Kueue could let
+//! reclaim it, each with what it takes of the preempted workload's priority.
+//! Derived once per change and per (ClusterQueue, flavor, resource), so a
+//! review only compares priorities (`rules::exposure` reads it).
+//!
+//! Followed in Kueue v0.19.2 (pkg/scheduler/preemption/classical): a reclaimer
+//! needs that flavor-resource (`WorkloadUsesResources`), reclaims only from a
+//! queue over its nominal quota (`collectCandidatesInSubtree`), preempts while
+//! borrowing only under `IsBorrowingWithinCohortForbidden` /
+//! `isAboveBorrowingThreshold`, and simulates preemption only up to its nominal
+//! quota unless it may reclaim in the hierarchy (`fitsResourceQuota`). With fair
+//! sharing on, `fairPreemptions` runs instead (see `rules::exposure::reclaim`).
+
+use super::quota::{CohortsOver, Contest, most_without_borrowing, nominal};
+use super::{ClusterQueue, ClusterView, ReclaimWithinCohort};
+
+/// A ClusterQueue that could reclaim what the borrower holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reclaimer {
+    pub name: String,
+    /// Any or LowerPriority (a queue that never reclaims is not listed).
+    pub policy: ReclaimWithinCohort,
+    pub while_borrowing: WhileBorrowing,
+    /// Whether it reclaims when it may preempt while borrowing, and when not.
+    pub reclaims_while_borrowing: bool,
+    pub reclaims_otherwise: bool,
+}
+
+/// When a reclaimer may preempt while it borrows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhileBorrowing {
+    Never,
+    /// Fair sharing: it can get the flavor-resource at all.
+    Always,
+    /// borrowWithinCohort LowerPriority: for a workload some nameable priority
+    /// outranks, at or below the threshold if there is one.
+    UpTo(Option<i32>),
+}
+
+impl WhileBorrowing {
+    /// Whether it may, against a workload of `priority` that `outranked` says
+    /// some nameable priority is above.
+    pub fn applies(self, priority: i32, outranked: bool) -> bool {
+        match self {
+            Self::Never => false,
+            Self::Always => true,
+            Self::UpTo(threshold) => outranked && threshold.is_none_or(|threshold| priority <= threshold),
+        }
+    }
+}
+
+impl Reclaimer {
+    pub fn reclaims(&self, while_borrowing: bool) -> bool {
+        if while_borrowing { self.reclaims_while_borrowing } else { self.reclaims_otherwise }
+    }
+}
+
+/// The ClusterQueues of `borrower`'s cohort tree that could reclaim `resource`
+/// in `flavor` from it, in name order, as far as one of them can be the first
+/// for some priority: a reader takes the first whose policy and preempting
+/// while borrowing fit the workload's priority. So once one reclaims from
+/// every priority some class outranks, only `Any` reclaimers are looked at
+/// further, and once one reclaims from every priority, none. (Reclaiming while
+/// borrowing is never less than reclaiming without: `Contest::never_short`
+/// only grows less likely as the reach grows.) Empty when the borrower cannot
+/// borrow that flavor-resource (then it is never over its nominal quota there).
+pub fn reclaimers(view: &impl ClusterView, borrower: &str, flavor: &str, resource: &str) -> Vec<Reclaimer> {
+    let Some(root) = view.cohort_root(borrower) else { return Vec::new() };
+    if view.potential_available(borrower, flavor, resource) <= nominal(view, borrower, flavor, resource) {
+        return Vec::new();
+    }
+    let fair_sharing = view.kueue_config().fair_sharing_enabled();
+    let usable = |queue: &str| view.accepts_workloads(queue);
+    let contest = Contest::new(view, borrower, flavor, resource, usable);
+    let cohorts_over = if fair_sharing { CohortsOver::AnyResource } else { CohortsOver::ThisResource };
+    let mut found = Vec::new();
+    // Every priority some class outranks is already reclaimed from by one found.
+    let mut outranked_covered = false;
+    let (_, members) = view.cohort_tree().members(root);
+    for name in members.iter().filter(|name| *name != borrower) {
+        let Some(queue) = view.cluster_queue(name) else { continue };
+        let policy = queue.reclaim_within_cohort;
+        if policy == ReclaimWithinCohort::Never || queue.quota(flavor, resource).is_none() {
+            continue; // never reclaims, or has no quota in this flavor-resource
+        }
+        if outranked_covered && policy == ReclaimWithinCohort::LowerPriority {
+            continue; // it reclaims only from priorities one found already does
+        }
+        if !view.accepts_workloads(name) {
+            continue; // no preemptor can ever be admitted through it
+        }
+        let while_borrowing = if fair_sharing {
+            if view.potential_available(name, flavor, resource) > 0 {
+                WhileBorrowing::Always
+            } else {
+                WhileBorrowing::Never
+            }
+        } else if queue.borrow_within_cohort.lower_priority {
+            WhileBorrowing::UpTo(queue.borrow_within_cohort.max_priority_threshold)
+        } else {
+            WhileBorrowing::Never
+        };
+        if !contest.side_can_be_over(name, cohorts_over) {
+            continue; // evicting it would free nothing the reclaimer's side can reach
+        }
+        let takes_back = contest.can_take_back(name);
+        let reclaims = |while_borrowing: bool| {
+            if !fair_sharing && !while_borrowing && always_borrows(view, name, queue, borrower, flavor) {
+                return false; // every workload it could admit borrows, and it may not preempt while borrowing
+            }
+            // Nothing of ours it could take back; or the tree holds what it could
+            // need beside everyone's most: it never reclaims.
+            (takes_back || while_borrowing) && !contest.never_short(name, while_borrowing)
+        };
+        // Borrowing under a threshold needs an outranked priority: past
+        // `outranked_covered`, only what it does otherwise can be first.
+        let borrowing_matters = match while_borrowing {
+            WhileBorrowing::Never => false,
+            WhileBorrowing::Always => true,
+            WhileBorrowing::UpTo(_) => !outranked_covered,
+        };
+        let reclaims_while_borrowing = borrowing_matters && reclaims(true);
+        let reclaims_otherwise = while_borrowing != WhileBorrowing::Always && reclaims(false);
+        if !(reclaims_while_borrowing || reclaims_otherwise) {
+            continue;
+        }
+        let found_one =
+            Reclaimer { name: name.to_string(), policy, while_borrowing, reclaims_while_borrowing, reclaims_otherwise };
+        let from_every_outranked = reclaims_otherwise
+            || while_borrowing == WhileBorrowing::Always
+            || while_borrowing == WhileBorrowing::UpTo(None);
+        found.push(found_one);
+        if policy == ReclaimWithinCohort::Any && (reclaims_otherwise || while_borrowing == WhileBorrowing::Always) {
+            break; // it reclaims from every priority: nobody after it is ever the first
+        }
+        outranked_covered |= from_every_outranked;
+    }
+    found
+}
+
+/// Whether every workload `reclaimer` could admit must borrow to preempt what
+/// `borrower` holds in `flavor` (saved case s1-50973): some resource that the
+/// LimitRanges of every namespace it serves force on each pod
+/// ([`ClusterView::request_floor`]) is more than it can ask without borrowing
+/// ([`most_without_borrowing`]) in each flavor Kueue could assign that
+/// resource: the contested flavor when the resource shares its resource group
+/// (one flavor per group and pod set), any flavor of its own group otherwise.
+/// A resource the queue does not cover at all admits nothing
+/// (`findFlavorForPodSets`: "resource ... unavailable in ClusterQueue").
+fn always_borrows(
+    view: &impl ClusterView,
+    reclaimer_name: &str,
+    reclaimer: &ClusterQueue,
+    borrower: &str,
+    flavor: &str,
+) -> bool {
+    let Some(floor) = view.request_floor(reclaimer_name) else { return false };
+    floor.iter().any(|(resource, least)| {
+        let least = least.kueue_milli(resource);
+        if least <= 0 {
+            return false;
+        }
+        let group = reclaimer.resource_groups.iter().find(|g| g.covered_resources.iter().any(|r| r == resource));
+        let Some(group) = group else { return true };
+        let too_little = |f: &str| least > most_without_borrowing(view, reclaimer_name, borrower, f, resource);
+        if group.flavors.iter().any(|f| f.name == flavor) {
+            too_little(flavor)
+        } else {
+            group.flavors.iter().all(|f| too_little(&f.name))
+        }
+    })
+}
