@@ -19,6 +19,8 @@
 
 #[path = "../harness.rs"]
 mod harness;
+#[path = "../machine.rs"]
+mod machine;
 mod states;
 
 use std::sync::Arc;
@@ -78,14 +80,115 @@ fn main() {
         assert_eq!(reason, Reason::Preemptible, "{}: {:?}", size.label(), outcome.decision.message);
         rows.push((size, path));
     }
+    let served = served(&rows, &body, dir.path(), smoke);
     let in_process = in_process(&rows, &body, &config, smoke);
     let rederive = rederive(LARGE, &body, &config, smoke);
     let report = json!({
         "smoke": smoke,
+        "machine": machine::machine(),
+        "served": served,
         "in_process": in_process,
         "rederive": rederive,
     });
     harness::write_json("growth.json", &report);
+}
+
+/// Per state, round by round: the server from spawn to ready, its first
+/// review's latency, then its CPU per review beside the no-op server's.
+fn served(rows: &[(Size, std::path::PathBuf)], body: &[u8], dir: &std::path::Path, smoke: bool) -> serde_json::Value {
+    let (cert, key, ca) = harness::certificates(dir);
+    let (server_cpu, client_cpu) = if harness::cpus() > 1 { (Some(1), 0) } else { (None, 0) };
+    harness::pin_self(client_cpu);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let client = reqwest::Client::builder()
+        .use_rustls_tls()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
+        .pool_max_idle_per_host(1)
+        .build()
+        .unwrap();
+    let (rounds, reviews) = if smoke { (1, 50) } else { (3, 1_000) };
+    // One keep-alive connection, one review at a time; returns each latency.
+    let post = |port: u16, count: usize, expect: Option<&str>| {
+        let url = format!("https://localhost:{port}/validate");
+        runtime.block_on(async {
+            let mut latencies = Vec::with_capacity(count);
+            for _ in 0..count {
+                let start = Instant::now();
+                let response = client.post(&url).body(body.to_vec()).send().await.unwrap();
+                assert_eq!(response.status(), 200);
+                let answer: serde_json::Value = response.json().await.unwrap();
+                latencies.push(start.elapsed().as_secs_f64());
+                if let Some(expect) = expect {
+                    assert_eq!(answer["response"]["auditAnnotations"]["reason"], expect, "{answer}");
+                }
+            }
+            latencies
+        })
+    };
+    // The CPU per review over `reviews` once warm, from /proc.
+    let cpu_per_review = |server: &harness::Server, expect: Option<&str>| {
+        post(server.port, 20, expect);
+        let before = harness::cpu_time(server.pid());
+        post(server.port, reviews, expect);
+        (harness::cpu_time(server.pid()) - before).as_secs_f64() / reviews as f64
+    };
+    let mut samples: Vec<(Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>)> = vec![Default::default(); rows.len()];
+    for _ in 0..rounds {
+        for ((size, path), sample) in rows.iter().zip(samples.iter_mut()) {
+            let args = ["--cluster", path.to_str().unwrap()];
+            let spawned = Instant::now();
+            let server = harness::serve(harness::BIN, server_cpu, &cert, &key, &args, &[], Duration::from_secs(120));
+            let ready = spawned.elapsed().as_secs_f64();
+            let first = post(server.port, 1, Some("preemptible"))[0];
+            let full = cpu_per_review(&server, Some("preemptible"));
+            drop(server);
+            let noop_args = ["--cluster", path.to_str().unwrap(), "--noop"];
+            let noop = harness::serve(harness::BIN, server_cpu, &cert, &key, &noop_args, &[], Duration::from_secs(120));
+            let floor = cpu_per_review(&noop, None);
+            drop(noop);
+            println!(
+                "{}: ready in {ready:.2} s; first review {:.2} ms; {:.0} us CPU per review ({:.1}x the no-op's {:.0} us)",
+                size.label(),
+                first * 1e3,
+                full * 1e6,
+                full / floor,
+                floor * 1e6
+            );
+            sample.0.push(ready);
+            sample.1.push(first);
+            sample.2.push(full);
+            sample.3.push(floor);
+        }
+    }
+    let smallest = rows
+        .iter()
+        .position(|(size, _)| {
+            size.cluster_queues == SMALL.cluster_queues
+                && size.namespaces == SMALL.namespaces
+                && size.classes == SMALL.classes
+        })
+        .unwrap();
+    let small_cpu = harness::median(&mut samples[smallest].2.clone());
+    let out: Vec<serde_json::Value> = rows
+        .iter()
+        .zip(samples.iter_mut())
+        .map(|((size, _), (ready, first, full, floor))| {
+            let cpu = harness::median(full);
+            json!({
+                "size": size.label(),
+                "cluster_queues": size.cluster_queues,
+                "namespaces": size.namespaces,
+                "classes": size.classes,
+                "cohorts": states::cohorts(*size),
+                "ready_seconds_median": harness::median(ready),
+                "first_review_ms_median": harness::median(first) * 1e3,
+                "cpu_us_per_review_median": cpu * 1e6,
+                "noop_cpu_us_per_review_median": harness::median(floor) * 1e6,
+                "vs_smallest_done_when": cpu / small_cpu,
+            })
+        })
+        .collect();
+    json!({"rounds": rounds, "reviews_per_round": reviews, "rows": out})
 }
 
 /// Per state, the median time of one review in process (decode, decide, encode).

@@ -415,7 +415,8 @@ pub struct Contest<'v, V: ClusterView, U: Fn(&str) -> bool> {
 
 /// The pool a tree shares for one flavor-resource, and what its usable
 /// queues could draw from it past what they keep (`reclaimer_never_short`).
-struct Pool {
+#[derive(Debug, Clone)]
+pub struct Pool {
     root: String,
     quota: i64,
     drawn_by_usable: i128,
@@ -504,7 +505,9 @@ impl<'v, V: ClusterView, U: Fn(&str) -> bool> Contest<'v, V, U> {
         if reach <= tree.guaranteed(reclaimer, &holds) {
             return true; // what it keeps to itself covers all it could preempt for
         }
-        let Some(pool) = self.pool.get_or_init(|| self.pool(root)) else { return false };
+        let Some(pool) = self.pool.get_or_init(|| tree_pool(view, root, flavor, resource, &self.usable)) else {
+            return false;
+        };
         let mut drawn = pool.drawn_by_usable;
         let in_tree = view
             .cluster_queue(reclaimer)
@@ -523,31 +526,45 @@ impl<'v, V: ClusterView, U: Fn(&str) -> bool> Contest<'v, V, U> {
         i64::try_from(drawn).unwrap_or(i64::MAX) <= pool.quota
     }
 
-    /// The tree's pool, or `None` where a Cohort's own borrowingLimit or
-    /// lendingLimit splits it (then `never_short` says no: the caller stays careful).
-    fn pool(&self, root: &str) -> Option<Pool> {
-        let tree = &self.tree;
-        let (cohorts, queues) = tree.view.cohort_tree().members(root);
-        for cohort in cohorts {
-            let quota = tree.quota(Node::Cohort(cohort));
-            if quota.borrowing_limit.is_some() || quota.lending_limit.is_some() {
-                return None;
-            }
-        }
-        let mut drawn: i128 = 0;
-        for name in queues {
-            let listed = tree.view.cluster_queue(name).is_some_and(|q| q.quota(tree.flavor, tree.resource).is_some());
-            if !listed || !(self.usable)(name) {
-                continue; // Kueue assigns a queue only the flavors it lists: it draws none of this one
-            }
-            let node = Node::ClusterQueue(name);
-            let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
-            let most = tree.view.potential_available(name, tree.flavor, tree.resource);
-            drawn += i128::from(most.saturating_sub(keeps).max(0));
-        }
-        let quota = tree.subtree(Node::Cohort(root), &mut HashSet::new());
-        Some(Pool { root: root.to_string(), quota, drawn_by_usable: drawn })
+    /// The tree's pool, worked out once for all the borrowers of a tree (the
+    /// same `usable` is the caller's to keep).
+    pub fn with_pool(self, pool: Option<Pool>) -> Self {
+        let _ = self.pool.set(pool);
+        self
     }
+}
+
+/// The tree's pool under `root` for one flavor-resource, or `None` where a
+/// Cohort's own borrowingLimit or lendingLimit splits it (then
+/// `reclaimer_never_short` says no: the caller stays careful).
+pub fn tree_pool(
+    view: &impl ClusterView,
+    root: &str,
+    flavor: &str,
+    resource: &str,
+    usable: impl Fn(&str) -> bool,
+) -> Option<Pool> {
+    let tree = Tree::new(view, flavor, resource);
+    let (cohorts, queues) = view.cohort_tree().members(root);
+    for cohort in cohorts {
+        let quota = tree.quota(Node::Cohort(cohort));
+        if quota.borrowing_limit.is_some() || quota.lending_limit.is_some() {
+            return None;
+        }
+    }
+    let mut drawn: i128 = 0;
+    for name in queues {
+        let listed = view.cluster_queue(name).is_some_and(|q| q.quota(flavor, resource).is_some());
+        if !listed || !usable(name) {
+            continue; // Kueue assigns a queue only the flavors it lists: it draws none of this one
+        }
+        let node = Node::ClusterQueue(name);
+        let keeps = local_quota(tree.subtree(node, &mut HashSet::new()), tree.quota(node));
+        let most = view.potential_available(name, flavor, resource);
+        drawn += i128::from(most.saturating_sub(keeps).max(0));
+    }
+    let quota = tree.subtree(Node::Cohort(root), &mut HashSet::new());
+    Some(Pool { root: root.to_string(), quota, drawn_by_usable: drawn })
 }
 
 /// The most a reclaimer that may not borrow while preempting uses, with the

@@ -12,7 +12,7 @@
 //! quota unless it may reclaim in the hierarchy (`fitsResourceQuota`). With fair
 //! sharing on, `fairPreemptions` runs instead (see `rules::exposure::reclaim`).
 
-use super::quota::{CohortsOver, Contest, most_without_borrowing, nominal};
+use super::quota::{CohortsOver, Contest, Pool, most_without_borrowing, nominal};
 use super::{ClusterQueue, ClusterView, ReclaimWithinCohort};
 
 /// A ClusterQueue that could reclaim what the borrower holds.
@@ -65,14 +65,34 @@ impl Reclaimer {
 /// borrowing is never less than reclaiming without: `Contest::never_short`
 /// only grows less likely as the reach grows.) Empty when the borrower cannot
 /// borrow that flavor-resource (then it is never over its nominal quota there).
-pub fn reclaimers(view: &impl ClusterView, borrower: &str, flavor: &str, resource: &str) -> Vec<Reclaimer> {
+/// `pool` gives the tree's pool under a root (`quota::tree_pool` with the
+/// queues that accept workloads), which the caller keeps for all its borrowers.
+pub fn reclaimers(
+    view: &impl ClusterView,
+    borrower: &str,
+    flavor: &str,
+    resource: &str,
+    pool: impl FnOnce(&str) -> Option<Pool>,
+) -> Vec<Reclaimer> {
+    listed(view, borrower, flavor, resource, pool, true)
+}
+
+/// [`reclaimers`], or with `prune` false every one that could reclaim at some priority.
+fn listed(
+    view: &impl ClusterView,
+    borrower: &str,
+    flavor: &str,
+    resource: &str,
+    pool: impl FnOnce(&str) -> Option<Pool>,
+    prune: bool,
+) -> Vec<Reclaimer> {
     let Some(root) = view.cohort_root(borrower) else { return Vec::new() };
     if view.potential_available(borrower, flavor, resource) <= nominal(view, borrower, flavor, resource) {
         return Vec::new();
     }
     let fair_sharing = view.kueue_config().fair_sharing_enabled();
     let usable = |queue: &str| view.accepts_workloads(queue);
-    let contest = Contest::new(view, borrower, flavor, resource, usable);
+    let contest = Contest::new(view, borrower, flavor, resource, usable).with_pool(pool(root));
     let cohorts_over = if fair_sharing { CohortsOver::AnyResource } else { CohortsOver::ThisResource };
     let mut found = Vec::new();
     // Every priority some class outranks is already reclaimed from by one found.
@@ -84,7 +104,7 @@ pub fn reclaimers(view: &impl ClusterView, borrower: &str, flavor: &str, resourc
         if policy == ReclaimWithinCohort::Never || queue.quota(flavor, resource).is_none() {
             continue; // never reclaims, or has no quota in this flavor-resource
         }
-        if outranked_covered && policy == ReclaimWithinCohort::LowerPriority {
+        if prune && outranked_covered && policy == ReclaimWithinCohort::LowerPriority {
             continue; // it reclaims only from priorities one found already does
         }
         if !view.accepts_workloads(name) {
@@ -118,7 +138,7 @@ pub fn reclaimers(view: &impl ClusterView, borrower: &str, flavor: &str, resourc
         let borrowing_matters = match while_borrowing {
             WhileBorrowing::Never => false,
             WhileBorrowing::Always => true,
-            WhileBorrowing::UpTo(_) => !outranked_covered,
+            WhileBorrowing::UpTo(_) => !(prune && outranked_covered),
         };
         let reclaims_while_borrowing = borrowing_matters && reclaims(true);
         let reclaims_otherwise = while_borrowing != WhileBorrowing::Always && reclaims(false);
@@ -131,7 +151,8 @@ pub fn reclaimers(view: &impl ClusterView, borrower: &str, flavor: &str, resourc
             || while_borrowing == WhileBorrowing::Always
             || while_borrowing == WhileBorrowing::UpTo(None);
         found.push(found_one);
-        if policy == ReclaimWithinCohort::Any && (reclaims_otherwise || while_borrowing == WhileBorrowing::Always) {
+        let from_every = reclaims_otherwise || while_borrowing == WhileBorrowing::Always;
+        if prune && policy == ReclaimWithinCohort::Any && from_every {
             break; // it reclaims from every priority: nobody after it is ever the first
         }
         outranked_covered |= from_every_outranked;
@@ -170,4 +191,87 @@ fn always_borrows(
             group.flavors.iter().all(|f| too_little(&f.name))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::quota::tree_pool;
+    use crate::cluster::{ClusterState, state_file};
+
+    /// The first that reclaims from a workload of `priority` (`outranked`:
+    /// some nameable priority is above it), as `rules::exposure` reads a list.
+    fn first(list: &[Reclaimer], priority: i32, outranked: bool) -> Option<&str> {
+        list.iter()
+            .find(|r| {
+                let policy_allows = match r.policy {
+                    ReclaimWithinCohort::Never => false,
+                    ReclaimWithinCohort::Any => true,
+                    ReclaimWithinCohort::LowerPriority => outranked,
+                };
+                policy_allows && r.reclaims(r.while_borrowing.applies(priority, outranked))
+            })
+            .map(|r| r.name.as_str())
+    }
+
+    /// A tree of queues whose policies, limits and thresholds vary with `seed`.
+    fn varied_tree(seed: u64) -> ClusterState {
+        let mut next = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut draw = |n: u64| {
+            next = next.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (next >> 33) % n
+        };
+        let mut yaml = String::from(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f}\n---\n\
+             apiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {kubernetes.io/metadata.name: a}}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: left}\nspec: {parentName: root}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: right}\nspec: {parentName: root}\n",
+        );
+        for queue in 0..10 {
+            let cohort = ["left", "right", "root"][draw(3) as usize];
+            let reclaim = ["Never", "LowerPriority", "Any"][draw(3) as usize];
+            let borrow = match draw(3) {
+                0 => String::new(),
+                1 => ", borrowWithinCohort: {policy: LowerPriority}".into(),
+                _ => {
+                    format!(", borrowWithinCohort: {{policy: LowerPriority, maxPriorityThreshold: {}}}", draw(4) * 100)
+                }
+            };
+            let limits = [", borrowingLimit: 1", ", lendingLimit: 1", ", borrowingLimit: 0", "", ""][draw(5) as usize];
+            let selector = if draw(4) == 0 { "{matchLabels: {none: none}}" } else { "{}" };
+            yaml.push_str(&format!(
+                "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: q{queue}}}\nspec:\n  \
+                 cohortName: {cohort}\n  namespaceSelector: {selector}\n  preemption: {{reclaimWithinCohort: {reclaim}{borrow}}}\n  \
+                 resourceGroups: [{{coveredResources: [cpu], flavors: [{{name: f, resources: [{{name: cpu, nominalQuota: {}{limits}}}]}}]}}]\n",
+                draw(4)
+            ));
+        }
+        state_file::parse(yaml.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn the_pruned_list_names_the_same_first_reclaimer_at_every_priority() {
+        let mut compared = 0;
+        let mut pruned_away = 0;
+        for seed in 0..200 {
+            let view = varied_tree(seed);
+            for borrower in (0..10).map(|q| format!("q{q}")) {
+                let pool = |root: &str| tree_pool(&view, root, "f", "cpu", |q| view.accepts_workloads(q));
+                let all = listed(&view, &borrower, "f", "cpu", pool, false);
+                let pruned = reclaimers(&view, &borrower, "f", "cpu", pool);
+                pruned_away += all.len() - pruned.len();
+                for priority in [-1, 0, 99, 100, 150, 200, 300, 301, 1000] {
+                    for outranked in [false, true] {
+                        assert_eq!(
+                            first(&pruned, priority, outranked),
+                            first(&all, priority, outranked),
+                            "seed {seed}, borrower {borrower}, priority {priority}, outranked {outranked}"
+                        );
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 10_000 && pruned_away > 100, "{compared} compared, {pruned_away} pruned away");
+    }
 }

@@ -9,6 +9,7 @@ use super::cohort_tree::CohortTree;
 use super::kueue_config::KueueConfig;
 use super::objects::{LimitItem, ResourceAmounts};
 use super::priorities::{self, PriorityClassRef};
+use super::quota::Pool;
 use super::reclaim::{self, Reclaimer};
 use super::{
     ClusterObject, ClusterQueue, ClusterView, Cohort, LocalQueue, NamespaceInfo, NamespaceSelector, OwnerKey,
@@ -90,10 +91,14 @@ type Potentials = HashMap<String, HashMap<String, HashMap<String, i64>>>;
 /// flavor -> resource -> cohort -> milli-units.
 type Subtrees = HashMap<String, HashMap<String, HashMap<String, i64>>>;
 
-/// (ClusterQueue, flavor, resource) -> who could reclaim it. A clone starts empty.
+/// (ClusterQueue, flavor, resource) -> who could reclaim it; and (root,
+/// flavor, resource) -> the tree's pool, shared by its borrowers. A clone starts empty.
 #[derive(Debug, Default)]
-struct ReclaimMemo(Mutex<HashMap<ReclaimKey, Arc<[Reclaimer]>>>);
-type ReclaimKey = (String, String, String);
+struct ReclaimMemo {
+    reclaimers: Mutex<HashMap<Key, Arc<[Reclaimer]>>>,
+    pools: Mutex<HashMap<Key, Option<Pool>>>,
+}
+type Key = (String, String, String);
 
 impl Clone for ReclaimMemo {
     fn clone(&self) -> Self {
@@ -182,6 +187,12 @@ impl ClusterState {
         any.then_some(step + 1)
     }
 
+    /// A LimitRange changed: what rests on the request floors goes.
+    fn forget_floors(&mut self) {
+        self.served = OnceLock::new();
+        self.reclaimers = ReclaimMemo::default();
+    }
+
     /// Every change drops what was derived from the state before it.
     fn forget_derived(&mut self) {
         self.served = OnceLock::new();
@@ -195,14 +206,18 @@ impl ClusterState {
 
     /// Adds or replaces one object.
     pub fn apply(&mut self, object: ClusterObject) {
-        // Nothing is derived from owners or RuntimeClasses, and from LimitRanges
-        // only the request floors: the rest keeps what is.
+        // Nothing is derived from owners, LocalQueues or RuntimeClasses, and from
+        // LimitRanges only the request floors and who reclaims (a floor can make
+        // a reclaimer always borrow): the rest keeps what is.
         if matches!(object, ClusterObject::LimitRange { .. }) {
-            self.served = OnceLock::new();
+            self.forget_floors();
         }
         if !matches!(
             object,
-            ClusterObject::Owner { .. } | ClusterObject::LimitRange { .. } | ClusterObject::RuntimeClass { .. }
+            ClusterObject::Owner { .. }
+                | ClusterObject::LocalQueue { .. }
+                | ClusterObject::LimitRange { .. }
+                | ClusterObject::RuntimeClass { .. }
         ) {
             self.forget_derived();
         }
@@ -286,16 +301,16 @@ impl ClusterState {
                     ranges.remove(name);
                 }
                 self.summarize_limits(namespace);
-                self.served = OnceLock::new();
+                self.forget_floors();
                 return;
             }
             "RuntimeClass" => {
                 self.runtime_classes.remove(name);
                 return;
             }
-            _ => {}
+            "LocalQueue" => {}
+            _ => self.forget_derived(),
         }
-        self.forget_derived();
         match kind {
             "Namespace" => {
                 self.namespaces.remove(name);
@@ -545,12 +560,22 @@ impl ClusterView for ClusterState {
 
     fn reclaimers(&self, cluster_queue: &str, flavor: &str, resource: &str) -> Arc<[Reclaimer]> {
         let key = (cluster_queue.to_string(), flavor.to_string(), resource.to_string());
-        if let Some(known) = self.reclaimers.0.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        let memo = &self.reclaimers;
+        if let Some(known) = memo.reclaimers.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return known.clone();
         }
-        // Worked out without the lock: two threads may both do it, to the same end.
-        let found: Arc<[Reclaimer]> = reclaim::reclaimers(self, cluster_queue, flavor, resource).into();
-        self.reclaimers.0.lock().unwrap_or_else(|p| p.into_inner()).insert(key, found.clone());
+        // Worked out without the locks: two threads may both do it, to the same end.
+        let pool = |root: &str| {
+            let key = (root.to_string(), flavor.to_string(), resource.to_string());
+            if let Some(known) = memo.pools.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+                return known.clone();
+            }
+            let pool = quota::tree_pool(self, root, flavor, resource, |queue| self.accepts_workloads(queue));
+            memo.pools.lock().unwrap_or_else(|p| p.into_inner()).insert(key, pool.clone());
+            pool
+        };
+        let found: Arc<[Reclaimer]> = reclaim::reclaimers(self, cluster_queue, flavor, resource, pool).into();
+        memo.reclaimers.lock().unwrap_or_else(|p| p.into_inner()).insert(key, found.clone());
         found
     }
 

@@ -689,4 +689,101 @@ mod tests {
         );
         assert!(!jobset.message.contains("pc-top"), "{}", jobset.message);
     }
+
+    #[test]
+    fn the_safe_classes_found_by_halving_are_those_every_class_checked_would_give() {
+        // Every class checked with every rule, highest first, the first few kept.
+        let checked_one_by_one = |view: &crate::cluster::ClusterState, subject: Subject<'_>| -> Vec<String> {
+            let labelled = subject.workload.priority_class_label().is_some();
+            view.nameable_priorities()
+                .iter()
+                .filter(|class| !class.name.starts_with("system-"))
+                .filter(|class| class.kind == ClassKind::WorkloadPriorityClass || !labelled)
+                .filter(|class| {
+                    let changed = match class.kind {
+                        ClassKind::WorkloadPriorityClass => {
+                            subject.workload.with_label(PRIORITY_CLASS_LABEL, Some(&class.name))
+                        }
+                        ClassKind::PriorityClass => {
+                            subject.workload.with_pod_priority_class(JOB_POD_TEMPLATE, Some(&class.name))
+                        }
+                    };
+                    passes(view, Subject { workload: &changed, ..subject })
+                })
+                .take(MOST_CLASSES_OFFERED)
+                .map(|class| class.name.clone())
+                .collect()
+        };
+        let classes = |values: &[(&str, i32)]| -> String {
+            values
+                .iter()
+                .map(|(name, value)| {
+                    format!("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {{name: {name}}}\nvalue: {value}\n---\n\
+                             apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: pc-{name}}}\nvalue: {value}\n")
+                })
+                .collect::<Vec<_>>()
+                .join("---\n")
+        };
+        let mut offered = 0;
+        for extra in [
+            classes(&[]),
+            classes(&[("top", 2_000_001_000)]),
+            classes(&[
+                ("top", 2_000_001_000),
+                ("also-top", 2_000_001_000),
+                ("third", 2_000_001_000),
+                ("fourth", 2_000_001_000),
+            ]),
+            classes(&[("mid", 700), ("high", 5_000), ("top", 2_000_001_000)]),
+        ] {
+            let state = state_with(&[crate::rules::fixtures::SEED_STATE, &extra]);
+            for (namespace, queue) in [("team-a-namespace", "shared-queue"), ("my-benchmarks", "shared-gpu-queue")] {
+                for labels in [&[][..], &[("kueue.x-k8s.io/priority-class", "routine")][..]] {
+                    let job = evalhub_job_with(namespace, Some(queue), labels);
+                    let subject = job_subject(&job);
+                    let Some(cluster_queue) = state.local_queue(namespace, queue).map(|q| q.cluster_queue.clone())
+                    else {
+                        continue;
+                    };
+                    let surroundings = crate::cluster::InNamespace { view: &state, namespace };
+                    let pod_sets = job.pod_sets_in(subject.kind, &surroundings).unwrap_or_default();
+                    let Ok(usage) = crate::rules::admissibility::check(&state, subject, queue, &pod_sets) else {
+                        continue;
+                    };
+                    let found: Vec<String> =
+                        safe_classes(&state, subject, &cluster_queue, &usage).into_iter().map(|c| c.name).collect();
+                    assert_eq!(found, checked_one_by_one(&state, subject), "{namespace}/{queue} {labels:?}\n{extra}");
+                    offered += found.len();
+                }
+            }
+        }
+        assert!(offered >= 8, "{offered} classes offered in all");
+    }
+
+    #[test]
+    fn a_limit_range_applied_after_the_view_was_derived_changes_who_reclaims() {
+        // As saved case s1-50973 above: research-cq's namespace forces 300Gi of
+        // memory per pod, more than its 256Gi, so it always borrows.
+        let reclaimer = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: research-cq}\nspec:\n  \
+            namespaceSelector: {matchLabels: {team: research}}\n  cohortName: gpu-root\n  preemption: {reclaimWithinCohort: Any}\n  \
+            resourceGroups: [{coveredResources: [cpu, memory, nvidia.com/gpu], flavors: [{name: default-flavor, resources: \
+            [{name: cpu, nominalQuota: 64}, {name: memory, nominalQuota: 256Gi}, {name: nvidia.com/gpu, nominalQuota: 8}]}]}]\n";
+        let namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: r1, labels: {team: research}}\n";
+        let mut state = state_with(&[crate::rules::fixtures::SEED_STATE, reclaimer, namespace]);
+        state.derive();
+        let job = evalhub_job("my-benchmarks", Some("shared-gpu-queue"));
+        let verdict = |state: &crate::cluster::ClusterState| {
+            crate::rules::check_queued(state, job_subject(&job)).map(|_| ()).map_err(|denial| denial.reason)
+        };
+        assert_eq!(verdict(&state), Err(Reason::Preemptible));
+        let limits = serde_json::json!({
+            "metadata": {"name": "limits", "namespace": "r1"},
+            "spec": {"limits": [{"type": "Container", "min": {"memory": "300Gi"}, "defaultRequest": {"memory": "300Gi"}}]},
+        });
+        state.apply(crate::cluster::objects::decode("v1", "LimitRange", limits).unwrap().unwrap());
+        assert_eq!(verdict(&state), Ok(()), "the floor reaches the derived reclaimers");
+        state.derive();
+        state.remove("LimitRange", "r1", "limits");
+        assert_eq!(verdict(&state), Err(Reason::Preemptible));
+    }
 }
