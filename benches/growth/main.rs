@@ -132,7 +132,9 @@ fn served(rows: &[(Size, std::path::PathBuf)], body: &[u8], dir: &std::path::Pat
         post(server.port, reviews, expect);
         (harness::cpu_time(server.pid()) - before).as_secs_f64() / reviews as f64
     };
-    let mut samples: Vec<(Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>)> = vec![Default::default(); rows.len()];
+    // Per state: seconds to ready, first review, CPU per review, the no-op's.
+    type Samples = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
+    let mut samples: Vec<Samples> = vec![Default::default(); rows.len()];
     for _ in 0..rounds {
         for ((size, path), sample) in rows.iter().zip(samples.iter_mut()) {
             let args = ["--cluster", path.to_str().unwrap()];
