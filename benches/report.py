@@ -3,7 +3,7 @@
 
     report.py RESULTS_DIR CRITERION_DIR OUT_MARKDOWN OUT_PNG
 
-RESULTS_DIR holds load.json, scale.json and apiserver.json (written by the
+RESULTS_DIR holds load.json, scale.json, growth.json and apiserver.json (written by the
 benches); CRITERION_DIR is criterion's output (target/criterion). Only what was
 measured is reported: a missing file leaves its section saying so.
 """
@@ -250,6 +250,51 @@ if apiserver and "scale_from_apiserver" in apiserver:
     targets.append(("Ready from a real API server with 10k/10k", "≤ 2 s", f"{s['ready_seconds_median']:.2f} s", s["ready_seconds_median"] <= 2))
     targets.append(("RSS with 10k/10k from a real API server", "≤ 48 MiB", f"{s['rss_mib_median']:.1f} MiB", s["rss_mib_median"] <= 48))
 if not scale and not apiserver:
+    out("Not measured in this run.")
+out("")
+
+# 3b. Cost as the cluster grows.
+growth = load("growth.json")
+out("## 3b. Cost as the cluster grows")
+out("")
+if growth and growth.get("served"):
+    served = growth["served"]
+    out("`benches/growth/`: the same EvalHub Job on `/validate`, queued to a ClusterQueue that can borrow in the deepest "
+        "cohort tree, where other ClusterQueues reclaim from lower priorities: the verdict is `preemptible` at every "
+        "size and a priority nothing outranks is searched as the way out. Generated states: half the ClusterQueues in "
+        "one tree of root, middle and leaf Cohorts, the rest in trees of five; a LocalQueue per namespace; as many "
+        "PriorityClasses as WorkloadPriorityClasses. The release server from a state file, pinned to one core, the "
+        f"client on the other; per state {served['reviews_per_round']:,} reviews one at a time on one keep-alive "
+        f"connection, beside the no-op server (`--noop`) on the same body; states interleaved over "
+        f"{served['rounds']} rounds; medians over rounds. CPU is utime + stime from /proc (10 ms ticks).")
+    out("")
+    out("| state | Cohorts | ready (s) | first review after ready (ms) | CPU per review (us) | vs no-op | vs 10 ClusterQueues |")
+    out("|---|---:|---:|---:|---:|---:|---:|")
+    for row in served["rows"]:
+        cpu, noop = row["cpu_us_per_review_median"], row["noop_cpu_us_per_review_median"]
+        out(f"| {row['size']} | {row['cohorts']} | {row['ready_seconds_median']:.2f} | {row['first_review_ms_median']:.2f} | "
+            f"{cpu:.0f} | {cpu / noop:.2f} | {row['vs_smallest_done_when']:.2f} |")
+    largest = max(served["rows"], key=lambda r: (r["cluster_queues"], r["namespaces"], r["classes"]))
+    targets.append(("CPU per review at 1,000 ClusterQueues, 10,000 namespaces, 500 + 500 classes, vs 10, 100, 5 + 5",
+                    "≤ 1.5", f"{largest['vs_smallest_done_when']:.2f}", largest["vs_smallest_done_when"] <= 1.5))
+    if growth.get("in_process"):
+        out("")
+        out("In process (`review_offline`, no server), the median of one review, and the first one on a view nobody derived ahead:")
+        out("")
+        out("| state | median (us) | first, underived (us) |")
+        out("|---|---:|---:|")
+        for row in growth["in_process"]:
+            out(f"| {row['size']} | {row['median_us']:.1f} | {row['first_us']:.0f} |")
+    r = growth.get("rederive")
+    if r:
+        out("")
+        out(f"A ClusterQueue changed at {r['size']}, as the watch cache changes it, then derived again "
+            f"(`ClusterCache::rederive`, what the derivation thread runs): {r['rederive_ms_median']:.0f} ms median, "
+            f"{r['rederive_ms_max']:.0f} ms at most; meanwhile another thread reviewed {r['reviews_meanwhile']:,} times, "
+            f"the slowest in {r['slowest_review_ms']:.1f} ms.")
+        targets.append(("A ClusterQueue change at 1,000 ClusterQueues derived again", "< 1 s",
+                        f"{r['rederive_ms_max']:.0f} ms", r["rederive_ms_max"] < 1000))
+else:
     out("Not measured in this run.")
 out("")
 

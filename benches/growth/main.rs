@@ -45,10 +45,9 @@ fn sizes(smoke: bool) -> Vec<Size> {
         return vec![SMALL, LARGE];
     }
     vec![
-        Size { cluster_queues: 1, namespaces: 100, classes: 5 },
         SMALL,
         Size { cluster_queues: 100, namespaces: 1_000, classes: 5 },
-        Size { cluster_queues: 1_000, namespaces: 1_000, classes: 5 },
+        Size { cluster_queues: 1_000, namespaces: 10_000, classes: 5 },
         Size { cluster_queues: 10, namespaces: 100, classes: 500 },
         LARGE,
     ]

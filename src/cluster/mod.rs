@@ -14,6 +14,7 @@ pub mod priorities;
 pub mod quota;
 pub mod reclaim;
 pub mod selector;
+mod served;
 mod state;
 pub mod state_file;
 mod view;

@@ -11,9 +11,10 @@ use super::objects::{LimitItem, ResourceAmounts};
 use super::priorities::{self, PriorityClassRef};
 use super::quota::Pool;
 use super::reclaim::{self, Reclaimer};
+use super::served::{self, Served};
 use super::{
-    ClusterObject, ClusterQueue, ClusterView, Cohort, LocalQueue, NamespaceInfo, NamespaceSelector, OwnerKey,
-    PriorityClass, ResourceFlavor, quota,
+    ClusterObject, ClusterQueue, ClusterView, Cohort, LocalQueue, NamespaceInfo, OwnerKey, PriorityClass,
+    ResourceFlavor, quota,
 };
 use crate::vocabulary::kueue::KueueInstall;
 use crate::workload::LimitSummary;
@@ -63,11 +64,13 @@ pub struct ClusterState {
     /// Owners of Kueue-managed kinds (JobSets, ...): who they are, nothing else.
     /// Changes here derive nothing, so they keep what is derived.
     owners: HashMap<OwnerKey, String>,
+    /// Derived on first use, then kept current one Namespace, LimitRange or
+    /// ClusterQueue at a time: the managed namespaces each ClusterQueue
+    /// selects, and the least every workload it could admit asks per pod
+    /// (`ClusterView::request_floor`).
+    served: OnceLock<Served>,
     /// Derived on first use after a change (per ClusterQueue, not per review):
-    /// the ClusterQueues that select a managed namespace, each with the least
-    /// every workload it could admit asks per pod (`ClusterView::request_floor`).
-    served: OnceLock<HashMap<String, ResourceAmounts>>,
-    /// Derived likewise: per ClusterQueue, flavor and resource it lists, the
+    /// per ClusterQueue, flavor and resource it lists, the
     /// most it could ever hold (`quota::potential_available`, a walk of its
     /// whole cohort tree).
     potentials: OnceLock<Potentials>,
@@ -187,15 +190,43 @@ impl ClusterState {
         any.then_some(step + 1)
     }
 
-    /// A LimitRange changed: what rests on the request floors goes.
-    fn forget_floors(&mut self) {
-        self.served = OnceLock::new();
-        self.reclaimers = ReclaimMemo::default();
+    /// What the served facts are worked out from: the ClusterQueues, the
+    /// namespaces, Kueue's Configuration and the namespaces' LimitRanges.
+    fn served_sources(&self) -> served::Sources<'_> {
+        served::Sources {
+            queues: &self.cluster_queues,
+            namespaces: &self.namespaces,
+            config: &self.kueue_config,
+            limits: &self.limit_summaries,
+        }
+    }
+
+    fn namespace_floor(&self, namespace: &str) -> Option<ResourceAmounts> {
+        self.served_sources().floor_of(namespace)
+    }
+
+    /// Keeps the served facts current through a change (when they are held):
+    /// `change` is given them and the sources as they are after the change.
+    /// What rests on them (who accepts workloads, who reclaims) goes when it says they changed.
+    fn keep_served(&mut self, change: impl FnOnce(&mut Served, &served::Sources<'_>) -> bool) {
+        let Some(mut served) = self.served.take() else { return };
+        let changed = change(&mut served, &self.served_sources());
+        self.served = OnceLock::from(served);
+        if changed {
+            self.accepting = OnceLock::new();
+            self.reclaimers = ReclaimMemo::default();
+        }
     }
 
     /// Every change drops what was derived from the state before it.
     fn forget_derived(&mut self) {
         self.served = OnceLock::new();
+        self.forget_topology();
+    }
+
+    /// A change to the Kueue objects drops what was derived from them; the
+    /// served facts, kept current, stay.
+    fn forget_topology(&mut self) {
         self.potentials = OnceLock::new();
         self.accepting = OnceLock::new();
         self.cohort_tree = OnceLock::new();
@@ -206,25 +237,25 @@ impl ClusterState {
 
     /// Adds or replaces one object.
     pub fn apply(&mut self, object: ClusterObject) {
-        // Nothing is derived from owners, LocalQueues or RuntimeClasses, and from
-        // LimitRanges only the request floors and who reclaims (a floor can make
-        // a reclaimer always borrow): the rest keeps what is.
-        if matches!(object, ClusterObject::LimitRange { .. }) {
-            self.forget_floors();
-        }
-        if !matches!(
-            object,
+        // Nothing is derived from owners, LocalQueues or RuntimeClasses; from
+        // Namespaces and LimitRanges only the served facts, kept current (and
+        // what rests on them when they change); from Kueue's Configuration
+        // everything; from the other Kueue objects all but the served facts.
+        match &object {
             ClusterObject::Owner { .. }
-                | ClusterObject::LocalQueue { .. }
-                | ClusterObject::LimitRange { .. }
-                | ClusterObject::RuntimeClass { .. }
-        ) {
-            self.forget_derived();
+            | ClusterObject::LocalQueue { .. }
+            | ClusterObject::RuntimeClass { .. }
+            | ClusterObject::LimitRange { .. }
+            | ClusterObject::Namespace { .. } => {}
+            ClusterObject::KueueConfiguration { .. } => self.forget_derived(),
+            _ => self.forget_topology(),
         }
         match object {
             ClusterObject::LimitRange { namespace, name, items } => {
+                let before = self.namespace_floor(&namespace);
                 self.limit_ranges.entry(namespace.clone()).or_default().insert(name, items);
                 self.summarize_limits(&namespace);
+                self.keep_served(|served, sources| served.floor_changed(sources, &namespace, before.as_ref()));
             }
             ClusterObject::RuntimeClass { name, overhead } => {
                 self.runtime_classes.insert(name, overhead);
@@ -233,7 +264,8 @@ impl ClusterState {
                 self.owners.insert(key, uid);
             }
             ClusterObject::Namespace { name, info } => {
-                self.namespaces.insert(name, info);
+                let old = self.namespaces.insert(name.clone(), info);
+                self.keep_served(|served, sources| served.namespace_changed(sources, &name, old.as_ref()));
             }
             ClusterObject::LocalQueue { namespace, name, queue } => {
                 self.kueue_installed = true;
@@ -241,7 +273,11 @@ impl ClusterState {
             }
             ClusterObject::ClusterQueue { name, queue } => {
                 self.kueue_installed = true;
-                self.cluster_queues.insert(name, queue);
+                self.cluster_queues.insert(name.clone(), queue);
+                self.keep_served(|served, sources| {
+                    served.queue_changed(sources, &name);
+                    true
+                });
             }
             ClusterObject::Cohort { name, cohort } => {
                 self.kueue_installed = true;
@@ -297,23 +333,26 @@ impl ClusterState {
     pub fn remove(&mut self, kind: &str, namespace: &str, name: &str) {
         match kind {
             "LimitRange" => {
+                let before = self.namespace_floor(namespace);
                 if let Some(ranges) = self.limit_ranges.get_mut(namespace) {
                     ranges.remove(name);
                 }
                 self.summarize_limits(namespace);
-                self.forget_floors();
+                self.keep_served(|served, sources| served.floor_changed(sources, namespace, before.as_ref()));
                 return;
             }
             "RuntimeClass" => {
                 self.runtime_classes.remove(name);
                 return;
             }
-            "LocalQueue" => {}
-            _ => self.forget_derived(),
+            "LocalQueue" | "Namespace" => {}
+            "ConfigMap" => self.forget_derived(),
+            _ => self.forget_topology(),
         }
         match kind {
             "Namespace" => {
-                self.namespaces.remove(name);
+                let old = self.namespaces.remove(name);
+                self.keep_served(|served, sources| served.namespace_changed(sources, name, old.as_ref()));
             }
             "LocalQueue" => {
                 if let Some(queues) = self.local_queues.get_mut(namespace) {
@@ -325,6 +364,10 @@ impl ClusterState {
             }
             "ClusterQueue" => {
                 self.cluster_queues.remove(name);
+                self.keep_served(|served, sources| {
+                    served.queue_changed(sources, name);
+                    true
+                });
             }
             "Cohort" => {
                 self.cohorts.remove(name);
@@ -488,54 +531,7 @@ impl ClusterView for ClusterState {
     }
 
     fn request_floor(&self, cluster_queue: &str) -> Option<&ResourceAmounts> {
-        let served = self.served.get_or_init(|| {
-            // Another user's workload comes labelled: Kueue takes it up where
-            // it manages labelled jobs, before v0.15 in any namespace.
-            let managed: Vec<(&String, &NamespaceInfo)> = self
-                .namespaces
-                .iter()
-                .filter(|(_, ns)| self.kueue_config.manages_labelled_jobs_in(&ns.labels))
-                .collect();
-            // Each namespace's floor once; most namespaces have none.
-            let settings = &self.kueue_config.resources;
-            let floors: HashMap<&str, ResourceAmounts> = self
-                .limit_summaries
-                .iter()
-                .map(|(namespace, summary)| {
-                    let floor = summary.request_floor().into_iter();
-                    (
-                        namespace.as_str(),
-                        floor.filter(|(resource, _)| settings.counts_at_least_asked(resource)).collect(),
-                    )
-                })
-                .filter(|(_, floor): &(&str, ResourceAmounts)| !floor.is_empty())
-                .collect();
-            let mut served = HashMap::new();
-            for (name, queue) in &self.cluster_queues {
-                let NamespaceSelector::Selector(selector) = &queue.namespace_selector else { continue };
-                let mut least: Option<ResourceAmounts> = None;
-                for (namespace, _) in managed.iter().filter(|(_, ns)| selector.matches(&ns.labels)) {
-                    let Some(here) = floors.get(namespace.as_str()) else {
-                        least = Some(ResourceAmounts::new());
-                        break; // a namespace that forces nothing: nothing is forced
-                    };
-                    // Only what every namespace forces is forced: the lesser of each.
-                    let kept = least.get_or_insert_with(|| here.clone());
-                    kept.retain(|resource, _| here.contains_key(resource));
-                    for (resource, amount) in kept.iter_mut() {
-                        *amount = (*amount).min(here[resource]);
-                    }
-                    if kept.is_empty() {
-                        break;
-                    }
-                }
-                if let Some(least) = least {
-                    served.insert(name.clone(), least);
-                }
-            }
-            served
-        });
-        served.get(cluster_queue)
+        self.served.get_or_init(|| Served::build(&self.served_sources())).floor(cluster_queue)
     }
 
     fn cohort_root(&self, cluster_queue: &str) -> Option<&str> {
@@ -672,5 +668,70 @@ mod tests {
         };
         assert!(in_release("v0.14.8"));
         assert!(!in_release("v0.16.6"));
+    }
+
+    #[test]
+    fn the_served_facts_kept_current_equal_those_worked_out_again() {
+        // Namespaces, LimitRanges and ClusterQueues changed one at a time, in
+        // a drawn order, each change checked against a fresh derivation.
+        let mut next: u64 = 7;
+        let mut draw = |n: u64| {
+            next = next.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (next >> 33) % n
+        };
+        let decode = |api_version: &str, kind: &str, value: serde_json::Value| {
+            objects::decode(api_version, kind, value).unwrap().unwrap()
+        };
+        let mut view = ClusterState::default();
+        let _ = view.request_floor("none"); // served derived, so kept from here on
+        let (mut changed, mut kept_dependents) = (0, 0);
+        for _ in 0..600 {
+            let namespace = format!("ns-{}", draw(6));
+            let team = ["a", "b", "c"][draw(3) as usize];
+            match draw(6) {
+                0 | 1 => view.apply(decode(
+                    "v1",
+                    "Namespace",
+                    serde_json::json!({"metadata": {"name": namespace, "labels": {"team": team}}}),
+                )),
+                2 => view.remove("Namespace", "", &namespace),
+                3 => {
+                    let memory = ["1Gi", "2Gi", "3Gi"][draw(3) as usize];
+                    let limits = serde_json::json!({
+                        "metadata": {"name": format!("l{}", draw(2)), "namespace": namespace},
+                        "spec": {"limits": [{"type": "Container", "min": {"memory": memory}, "defaultRequest": {"memory": memory}}]},
+                    });
+                    view.apply(decode("v1", "LimitRange", limits));
+                }
+                4 => view.remove("LimitRange", &namespace, &format!("l{}", draw(2))),
+                _ => {
+                    let name = format!("q{}", draw(4));
+                    if draw(4) == 0 {
+                        view.remove("ClusterQueue", "", &name);
+                    } else {
+                        let selector = match draw(3) {
+                            0 => serde_json::json!({}),
+                            1 => serde_json::json!({"matchLabels": {"team": team}}),
+                            _ => {
+                                serde_json::json!({"matchExpressions": [{"key": "team", "operator": "In", "values": ["b", "c"]}]})
+                            }
+                        };
+                        let queue =
+                            serde_json::json!({"metadata": {"name": name}, "spec": {"namespaceSelector": selector}});
+                        view.apply(decode("kueue.x-k8s.io/v1beta2", "ClusterQueue", queue));
+                    }
+                }
+            }
+            let accepting_kept = view.accepting.get().is_some();
+            let fresh = Served::build(&view.served_sources());
+            assert_eq!(view.served.get(), Some(&fresh), "kept current through every change");
+            let _ = view.accepts_workloads("q0");
+            changed += 1;
+            kept_dependents += usize::from(accepting_kept);
+        }
+        assert!(
+            changed == 600 && kept_dependents > 100,
+            "{kept_dependents} of {changed} changes kept who accepts workloads"
+        );
     }
 }
