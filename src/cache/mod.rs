@@ -73,28 +73,26 @@ struct LiveLookup {
 impl ClusterCache {
     /// A fixed view from a state file: synced and derived from the start, no live lookups.
     pub fn from_state(state: ClusterState) -> Self {
-        let cache = Self {
-            state: RwLock::new(state),
-            pending: Mutex::new(HashSet::new()),
-            live: None,
-            release_warning: Mutex::default(),
-            deployed_release: Mutex::default(),
-            derivation: Derivation::default(),
-        };
+        let cache = Self::new(state, &[], None);
         cache.rederive();
         cache
     }
 
     /// An empty view that watch caches will fill; not synced until they report.
     pub fn live(client: kube::Client, initial_pending: &[&'static str], kueue: KueueInstall) -> Self {
+        let live = LiveLookup {
+            client,
+            kueue_resources: Mutex::new(HashMap::new()),
+            owner_resources: Mutex::new(HashMap::new()),
+        };
+        Self::new(ClusterState::for_kueue(kueue), initial_pending, Some(live))
+    }
+
+    fn new(state: ClusterState, pending: &[&'static str], live: Option<LiveLookup>) -> Self {
         Self {
-            state: RwLock::new(ClusterState::for_kueue(kueue)),
-            pending: Mutex::new(initial_pending.iter().copied().collect()),
-            live: Some(LiveLookup {
-                client,
-                kueue_resources: Mutex::new(HashMap::new()),
-                owner_resources: Mutex::new(HashMap::new()),
-            }),
+            state: RwLock::new(state),
+            pending: Mutex::new(pending.iter().copied().collect()),
+            live,
             release_warning: Mutex::default(),
             deployed_release: Mutex::default(),
             derivation: Derivation::default(),
@@ -110,12 +108,18 @@ impl ClusterCache {
         let mut state = self.state.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         let changed = change(&mut state);
         drop(state);
+        self.changed();
+        changed
+    }
+
+    /// Tells the deriver the view changed (or synced: readiness waits for a
+    /// derivation that started synced).
+    fn changed(&self) {
         self.derivation.changes.fetch_add(1, Ordering::SeqCst);
         // Under the deriver's lock, so the change cannot slip between its check and its wait.
         let (lock, wake) = &self.derivation.wake;
         let _waiting = lock.lock().unwrap_or_else(|p| p.into_inner());
         wake.notify_all();
-        changed
     }
 
     /// Derives what the view lacks, step by step, each step under the lock
@@ -204,7 +208,10 @@ impl ClusterCache {
     }
 
     pub fn set_synced(&self, kind: &'static str) {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(kind);
+        let removed = self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(kind);
+        if removed {
+            self.changed();
+        }
     }
 
     /// Why the cluster runs another Kueue release than configured, as its
@@ -407,5 +414,35 @@ mod tests {
         cache.set_release_warning(None);
         assert!(cache.set_deployed_release(DeployedRelease::Confirmed("v0.19.2".into())));
         assert!(cache.release_confirmed() && cache.release_unknown().is_none() && cache.release_warnings().is_empty());
+    }
+
+    #[test]
+    fn ready_waits_for_a_derivation_that_started_synced_and_the_deriver_follows_changes() {
+        let cache = Arc::new(ClusterCache::new(ClusterState::default(), &["Namespace"], None));
+        cache.derive_in_background();
+        let eventually = |what: &str, holds: &dyn Fn() -> bool| {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !holds() {
+                assert!(Instant::now() < deadline, "never: {what}");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        };
+        let namespace = |name: &str| {
+            let value = serde_json::json!({"metadata": {"name": name}});
+            objects::decode("v1", "Namespace", value).unwrap().unwrap()
+        };
+        cache.update(|state| state.apply(namespace("a")));
+        eventually("derived while unsynced", &|| cache.is_current());
+        assert!(!cache.is_derived(), "not ready before the sync");
+        // The sync changes no object; the derivation after it is what readiness waits for.
+        cache.set_synced("Namespace");
+        eventually("ready after the sync", &|| cache.is_derived());
+        cache.update(|state| state.apply(namespace("b")));
+        eventually("derived again after a change", &|| cache.is_current());
+        assert!(cache.is_derived(), "a change after ready keeps it ready");
+        // The thread lets the cache go (it holds it only while it looks), and then ends.
+        let weak = Arc::downgrade(&cache);
+        drop(cache);
+        eventually("the cache dropped", &|| weak.upgrade().is_none());
     }
 }

@@ -185,6 +185,14 @@ impl LabelSelector {
     }
 }
 
+impl LabelSelector {
+    /// The label keys it reads: labels alike in these are matched alike.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        let expressions = self.match_expressions.iter().map(|requirement| requirement.key.as_str());
+        self.match_labels.keys().map(String::as_str).chain(expressions)
+    }
+}
+
 impl LabelSelectorRequirement {
     /// `labels.Requirement.Matches` for the four selector operators.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {

@@ -111,10 +111,47 @@ impl Selection {
 }
 
 impl Served {
+    /// Namespaces alike in the labels some queue's selector reads are
+    /// selected alike: each queue is matched once per such class, not once
+    /// per namespace (a label every namespace has its own value of, as
+    /// `kubernetes.io/metadata.name`, counts only where a selector reads it).
     pub fn build(sources: &Sources<'_>) -> Self {
-        let selections =
-            sources.queues.iter().filter_map(|(name, queue)| Some((name.clone(), sources.selection(queue)?)));
-        Self { queues: selections.collect() }
+        struct Class<'a> {
+            labels: &'a BTreeMap<String, String>,
+            unfloored: usize,
+            floored: Vec<&'a str>,
+        }
+        let selectors = sources.queues.values().filter_map(|queue| match &queue.namespace_selector {
+            NamespaceSelector::Selector(selector) => Some(selector),
+            _ => None,
+        });
+        let keys: BTreeSet<&str> = selectors.flat_map(|selector| selector.keys()).collect();
+        let mut classes: HashMap<Vec<Option<&str>>, Class<'_>> = HashMap::new();
+        for (name, namespace) in sources.namespaces {
+            if !sources.config.manages_labelled_jobs_in(&namespace.labels) {
+                continue; // no queue takes workloads from it
+            }
+            let read = keys.iter().map(|key| namespace.labels.get(*key).map(String::as_str)).collect();
+            let class =
+                classes.entry(read).or_insert(Class { labels: &namespace.labels, unfloored: 0, floored: vec![] });
+            if sources.floor_of(name).is_some() {
+                class.floored.push(name);
+            } else {
+                class.unfloored += 1;
+            }
+        }
+        let mut queues = HashMap::new();
+        for (name, queue) in sources.queues {
+            let NamespaceSelector::Selector(selector) = &queue.namespace_selector else { continue };
+            let mut selection = Selection::default();
+            for class in classes.values().filter(|class| selector.matches(class.labels)) {
+                selection.unfloored += class.unfloored;
+                selection.floored.extend(class.floored.iter().map(|namespace| namespace.to_string()));
+            }
+            selection.refloor(sources);
+            queues.insert(name.clone(), selection);
+        }
+        Self { queues }
     }
 
     pub fn floor(&self, cluster_queue: &str) -> Option<&ResourceAmounts> {
