@@ -17,11 +17,23 @@ pub struct Size {
 
 impl Size {
     pub fn label(&self) -> String {
-        format!(
-            "{} ClusterQueues, {} namespaces, {} + {} classes",
-            self.cluster_queues, self.namespaces, self.classes, self.classes
-        )
+        let (queues, namespaces, classes) =
+            (thousands(self.cluster_queues), thousands(self.namespaces), thousands(self.classes));
+        format!("{queues} ClusterQueues, {namespaces} namespaces, {classes} + {classes} classes")
     }
+}
+
+/// 10000 as "10,000".
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 /// How many Cohorts the deep tree of `members` ClusterQueues has: a leaf per
