@@ -65,9 +65,7 @@ impl<'v, V: ClusterView> Tree<'v, V> {
     fn new(view: &'v V, flavor: &'v str, resource: &'v str) -> Self {
         Self { view, flavor, resource, derived: true }
     }
-}
 
-impl<'v, V: ClusterView> Tree<'v, V> {
     fn quota(&self, node: Node<'_>) -> NodeQuota {
         let groups = match node {
             Node::ClusterQueue(name) => self.view.cluster_queue(name).map(|q| q.resource_groups.as_slice()),
