@@ -56,7 +56,7 @@ impl CohortTree {
         }
         let parent = |name: &str| cohorts.get(name).and_then(|c| c.parent.as_deref());
         for name in tree.links.keys() {
-            // The walk of `quota::root_of`: up the parents until one was seen.
+            // Up the parents until one repeats: a cycle's walk stops where it closes.
             let mut path = vec![name.as_str()];
             let mut seen = HashSet::from([name.as_str()]);
             let mut current = name.as_str();
@@ -137,7 +137,7 @@ mod tests {
         assert_eq!(tree.root("mid"), Some("top"));
         assert_eq!(tree.root("top"), Some("top"));
         assert_eq!(tree.root("nowhere"), None);
-        // The walk up from each cycle member stops where it closes, as `root_of` does.
+        // The walk up from each cycle member stops where it closes.
         assert_eq!((tree.root("x"), tree.root("y"), tree.root("z")), (Some("x"), Some("y"), Some("x")));
         assert!(tree.on_cycle("x") && tree.on_cycle("y") && !tree.on_cycle("z") && !tree.on_cycle("top"));
         let (cohorts, queues) = tree.members("top");

@@ -65,6 +65,7 @@ impl Reclaimer {
 /// borrowing is never less than reclaiming without: `Contest::never_short`
 /// only grows less likely as the reach grows.) Empty when the borrower cannot
 /// borrow that flavor-resource (then it is never over its nominal quota there).
+///
 /// `pool` gives the tree's pool under a root (`quota::tree_pool` with the
 /// queues that accept workloads), which the caller keeps for all its borrowers.
 pub fn reclaimers(
