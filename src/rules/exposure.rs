@@ -294,20 +294,19 @@ fn safe_classes(
         .filter(|class| !class.name.starts_with("system-"))
         .filter(|class| class.kind == ClassKind::WorkloadPriorityClass || (!labelled && is_job))
         .take(MOST_CLASSES_CHECKED)
-        .filter(|class| {
-            let changed = match class.kind {
-                ClassKind::WorkloadPriorityClass => {
-                    subject.workload.with_label(PRIORITY_CLASS_LABEL, Some(&class.name))
-                }
-                ClassKind::PriorityClass => {
-                    subject.workload.with_pod_priority_class(JOB_POD_TEMPLATE, Some(&class.name))
-                }
-            };
-            passes(view, Subject { workload: &changed, ..subject })
-        })
+        .filter(|class| passes_with(view, subject, class))
         .take(MOST_CLASSES_OFFERED)
         .cloned()
         .collect()
+}
+
+/// Whether the workload passes every check once given `class` the way Kueue reads it.
+fn passes_with(view: &impl ClusterView, subject: Subject<'_>, class: &PriorityClassRef) -> bool {
+    let changed = match class.kind {
+        ClassKind::WorkloadPriorityClass => subject.workload.with_label(PRIORITY_CLASS_LABEL, Some(&class.name)),
+        ClassKind::PriorityClass => subject.workload.with_pod_priority_class(JOB_POD_TEMPLATE, Some(&class.name)),
+    };
+    passes(view, Subject { workload: &changed, ..subject })
 }
 
 #[cfg(test)]
@@ -699,17 +698,7 @@ mod tests {
                 .iter()
                 .filter(|class| !class.name.starts_with("system-"))
                 .filter(|class| class.kind == ClassKind::WorkloadPriorityClass || !labelled)
-                .filter(|class| {
-                    let changed = match class.kind {
-                        ClassKind::WorkloadPriorityClass => {
-                            subject.workload.with_label(PRIORITY_CLASS_LABEL, Some(&class.name))
-                        }
-                        ClassKind::PriorityClass => {
-                            subject.workload.with_pod_priority_class(JOB_POD_TEMPLATE, Some(&class.name))
-                        }
-                    };
-                    passes(view, Subject { workload: &changed, ..subject })
-                })
+                .filter(|class| passes_with(view, subject, class))
                 .take(MOST_CLASSES_OFFERED)
                 .map(|class| class.name.clone())
                 .collect()
