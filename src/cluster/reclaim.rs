@@ -275,4 +275,117 @@ mod tests {
         }
         assert!(compared > 10_000 && pruned_away > 100, "{compared} compared, {pruned_away} pruned away");
     }
+
+    const FAIR_SHARING: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\n\
+        data:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta2\n    kind: Configuration\n\
+        \x20   fairSharing:\n      preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n";
+
+    /// One flat cohort `c` with a namespace every queue selects (except where
+    /// `selector` says otherwise), in flavor `f`, cpu only.
+    fn flat(queues: &[(&str, &str, &str, &str)], extra: &str) -> ClusterState {
+        let mut yaml = String::from(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f}\n---\n\
+             apiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {kubernetes.io/metadata.name: a}}\n",
+        );
+        for (name, preemption, quota, selector) in queues {
+            yaml.push_str(&format!(
+                "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec:\n  cohortName: c\n  \
+                 namespaceSelector: {selector}\n  preemption: {preemption}\n  resourceGroups: [{{coveredResources: [cpu], \
+                 flavors: [{{name: f, resources: [{{name: cpu, {quota}}}]}}]}}]\n"
+            ));
+        }
+        if !extra.is_empty() {
+            yaml.push_str("---\n");
+            yaml.push_str(extra);
+        }
+        state_file::parse(yaml.as_bytes()).unwrap()
+    }
+
+    fn names(view: &ClusterState, borrower: &str) -> Vec<String> {
+        let pool = |root: &str| tree_pool(view, root, "f", "cpu", |q| view.accepts_workloads(q));
+        reclaimers(view, borrower, "f", "cpu", pool).into_iter().map(|r| r.name).collect()
+    }
+
+    #[test]
+    fn the_list_stops_where_nobody_after_can_be_first() {
+        let lender = ("lender", "{}", "nominalQuota: 8", "{}");
+        let borrower = ("b", "{}", "nominalQuota: 0", "{}");
+        let lower = |name| (name, "{reclaimWithinCohort: LowerPriority}", "nominalQuota: 4", "{}");
+        let any = |name| (name, "{reclaimWithinCohort: Any}", "nominalQuota: 4", "{}");
+        // One reclaiming from every outranked priority: later LowerPriority ones never come first.
+        assert_eq!(names(&flat(&[borrower, lender, lower("r1"), lower("r2")], ""), "b"), ["r1"]);
+        // One reclaiming from every priority: nobody after it.
+        assert_eq!(names(&flat(&[borrower, lender, any("r1"), any("r2")], ""), "b"), ["r1"]);
+        // A LowerPriority one first leaves room for an Any one after it.
+        assert_eq!(names(&flat(&[borrower, lender, lower("r1"), any("r2"), any("r3")], ""), "b"), ["r1", "r2"]);
+        // Preempting while borrowing with no threshold, it reclaims from every
+        // outranked priority though it lends nothing to take back.
+        let while_borrowing = (
+            "r1",
+            "{reclaimWithinCohort: LowerPriority, borrowWithinCohort: {policy: LowerPriority}}",
+            "nominalQuota: 0",
+            "{}",
+        );
+        let view = flat(&[borrower, lender, while_borrowing, lower("r2")], "");
+        let listed = reclaimers(&view, "b", "f", "cpu", |_| None);
+        assert_eq!(listed.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["r1"]);
+        assert_eq!((listed[0].reclaims_while_borrowing, listed[0].reclaims_otherwise), (true, false));
+        // With a threshold it does not: r2 may come first above it.
+        let capped = (
+            "r1",
+            "{reclaimWithinCohort: LowerPriority, borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 10}}",
+            "nominalQuota: 0",
+            "{}",
+        );
+        assert_eq!(names(&flat(&[borrower, lender, capped, lower("r2")], ""), "b"), ["r1", "r2"]);
+        // Under fair sharing a reclaimer that can get the flavor-resource preempts while borrowing.
+        let fair = flat(
+            &[borrower, lender, ("r1", "{reclaimWithinCohort: LowerPriority}", "nominalQuota: 0", "{}"), lower("r2")],
+            FAIR_SHARING,
+        );
+        let listed = reclaimers(&fair, "b", "f", "cpu", |_| None);
+        assert_eq!(listed.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["r1"]);
+        assert_eq!(listed[0].while_borrowing, WhileBorrowing::Always);
+        assert!(listed[0].reclaims_while_borrowing);
+        // Classical, the same r1 lends nothing and may not preempt while borrowing: only r2.
+        let classical = flat(
+            &[borrower, lender, ("r1", "{reclaimWithinCohort: LowerPriority}", "nominalQuota: 0", "{}"), lower("r2")],
+            "",
+        );
+        assert_eq!(names(&classical, "b"), ["r2"]);
+    }
+
+    #[test]
+    fn a_reclaimer_the_tree_always_has_room_for_is_not_listed() {
+        // As `quota::tests::a_reclaimer_that_always_fits_never_reclaims`: a and
+        // r each draw at most 6 and 4 of the 12 the cohort holds while idle takes
+        // no workloads (its selector matches no namespace). r lends its quota,
+        // so it could take it back, but it is never short.
+        let a = ("a", "{}", "nominalQuota: 4, borrowingLimit: 2", "{}");
+        let r = ("r", "{reclaimWithinCohort: Any}", "nominalQuota: 4", "{}");
+        let idle = |selector| ("idle", "{}", "nominalQuota: 4", selector);
+        assert!(names(&flat(&[a, r, idle("{matchLabels: {none: none}}")], ""), "a").is_empty());
+        // If idle takes workloads too, the cohort can run short: r reclaims.
+        assert_eq!(names(&flat(&[a, r, idle("{}")], ""), "a"), ["r"]);
+    }
+
+    #[test]
+    fn preempting_while_borrowing_needs_an_outranked_priority_at_or_below_the_threshold() {
+        let cases = [
+            (WhileBorrowing::Never, 0, true, false),
+            (WhileBorrowing::Always, 0, false, true),
+            (WhileBorrowing::UpTo(None), 5, true, true),
+            (WhileBorrowing::UpTo(None), 5, false, false),
+            (WhileBorrowing::UpTo(Some(5)), 5, true, true),
+            (WhileBorrowing::UpTo(Some(5)), 4, true, true),
+            (WhileBorrowing::UpTo(Some(5)), 6, true, false),
+        ];
+        for (while_borrowing, priority, outranked, applies) in cases {
+            assert_eq!(
+                while_borrowing.applies(priority, outranked),
+                applies,
+                "{while_borrowing:?} {priority} {outranked}"
+            );
+        }
+    }
 }
