@@ -725,7 +725,14 @@ mod tests {
             let accepting_kept = view.accepting.get().is_some();
             let fresh = Served::build(&view.served_sources());
             assert_eq!(view.served.get(), Some(&fresh), "kept current through every change");
-            let _ = view.accepts_workloads("q0");
+            // What rests on them went when they changed: who accepts workloads is as worked out now.
+            for queue in ["q0", "q1", "q2", "q3"] {
+                assert_eq!(
+                    view.accepts_workloads(queue),
+                    super::super::active::accepts_workloads(&view, queue),
+                    "{queue}"
+                );
+            }
             changed += 1;
             kept_dependents += usize::from(accepting_kept);
         }
