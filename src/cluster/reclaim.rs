@@ -56,6 +56,12 @@ impl Reclaimer {
     }
 }
 
+/// The borrower is a candidate only while over its nominal quota, so only
+/// where it can borrow at all. A reclaimer needs that flavor-resource, and
+/// either its branch of the tree lends into the pool the borrower draws from
+/// (the pool is fungible: once the tree is busy, what the reclaimer's side lent
+/// is what the borrower holds), or it may preempt while it borrows itself.
+///
 /// The ClusterQueues of `borrower`'s cohort tree that could reclaim `resource`
 /// in `flavor` from it, in name order, as far as one of them can be the first
 /// for some priority: a reader takes the first whose policy and preempting
