@@ -56,12 +56,6 @@ impl Reclaimer {
     }
 }
 
-/// The borrower is a candidate only while over its nominal quota, so only
-/// where it can borrow at all. A reclaimer needs that flavor-resource, and
-/// either its branch of the tree lends into the pool the borrower draws from
-/// (the pool is fungible: once the tree is busy, what the reclaimer's side lent
-/// is what the borrower holds), or it may preempt while it borrows itself.
-///
 /// The ClusterQueues of `borrower`'s cohort tree that could reclaim `resource`
 /// in `flavor` from it, in name order, as far as one of them can be the first
 /// for some priority: a reader takes the first whose policy and preempting
@@ -71,6 +65,12 @@ impl Reclaimer {
 /// borrowing is never less than reclaiming without: `Contest::never_short`
 /// only grows less likely as the reach grows.) Empty when the borrower cannot
 /// borrow that flavor-resource (then it is never over its nominal quota there).
+///
+/// The borrower is a candidate only while over its nominal quota, so only
+/// where it can borrow at all. A reclaimer needs that flavor-resource, and
+/// either its branch of the tree lends into the pool the borrower draws from
+/// (the pool is fungible: once the tree is busy, what the reclaimer's side lent
+/// is what the borrower holds), or it may preempt while it borrows itself.
 ///
 /// `pool` gives the tree's pool under a root (`quota::tree_pool` with the
 /// queues that accept workloads), which the caller keeps for all its borrowers.
