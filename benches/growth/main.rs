@@ -6,13 +6,17 @@
 //!
 //! A. Per state, the release server (`serve --cluster`, pinned to one core,
 //!    the load generator on another) from spawn to `/readyz` 200, the first
-//!    review's latency after that, then its CPU per review (utime + stime over
-//!    the reviews, one at a time on one keep-alive connection), beside the
-//!    no-op server (`--noop`) on the same body. The states are measured round
-//!    by round, interleaved, so a busy moment of the machine falls on all of them.
-//! B. At the largest state, in process: a ClusterQueue changed the way the
-//!    watch cache changes it, then re-derived (`ClusterCache::rederive`), timed;
-//!    and the longest review answered on another thread while that runs.
+//!    review's latency after that (on a connection a `/mutate` opened) and the
+//!    next 50's, then its CPU per review (utime + stime over 3,000 reviews, one
+//!    at a time on one keep-alive connection), beside the no-op server
+//!    (`--noop`) on the same body. The states are measured round by round,
+//!    interleaved, so a busy moment of the machine falls on all of them.
+//! B. In process, per state: one review's median time, and the first on a
+//!    view nobody derived ahead.
+//! C. At the largest state, in process: a ClusterQueue changed, and a
+//!    Namespace created, the way the watch cache applies them, then derived
+//!    again (`ClusterCache::rederive`), timed; and the longest review answered
+//!    on another thread meanwhile.
 //!
 //! Results: `$BENCH_OUT/growth.json`. `BENCH_SMOKE=1`: the two end sizes, one
 //! round, 50 reviews.
