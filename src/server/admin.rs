@@ -49,7 +49,7 @@ async fn readyz(State(admin): State<AdminState>) -> Response {
         );
     }
     // The first derivation after the sync: until then the first reviews
-    // would derive the view themselves, past the webhook's timeout at scale.
+    // would derive the view themselves, and be the slow ones.
     if !admin.cluster.is_derived() {
         return text(StatusCode::SERVICE_UNAVAILABLE, "cluster view synced, not yet derived\n");
     }
