@@ -180,12 +180,17 @@ struct WireOverhead {
     pod_fixed: Option<BTreeMap<String, Value>>,
 }
 
-/// A ResourceList of exact quantities.
+/// A ResourceList of exact quantities, none negative (the API server's
+/// `ValidateResourceQuantityValue`; the request arithmetic relies on it).
 fn amounts(list: Option<BTreeMap<String, Value>>) -> Result<ResourceAmounts, String> {
     list.unwrap_or_default()
         .into_iter()
         .map(|(resource, raw)| {
-            Ok((resource.as_str().into(), Quantity::from_json(&raw).map_err(|e| format!("{resource}: {e}"))?))
+            let quantity = Quantity::from_json(&raw).map_err(|e| format!("{resource}: {e}"))?;
+            if quantity.is_negative() {
+                return Err(format!("{resource}: {raw} is negative; quantities must be >= 0"));
+            }
+            Ok((resource.as_str().into(), quantity))
         })
         .collect()
 }
