@@ -107,6 +107,7 @@ bench: build bench-venv
 	$(CARGO) bench --locked --bench review -- --warm-up-time 2 --measurement-time 6
 	$(CARGO) bench --locked --bench scale
 	$(CARGO) bench --locked --bench growth
+	$(CARGO) bench --locked --bench costliest
 	$(CARGO) bench --locked --bench load
 	$(CARGO) bench --locked --bench apiserver
 	$(CARGO) bench --locked --bench peers
@@ -119,6 +120,7 @@ bench-smoke: build bench-venv
 	BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench review -- --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench scale
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench growth
+	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench costliest
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench load
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench apiserver
 	$(BENCH_VENV)/bin/python benches/report.py $(BENCH_OUT)/smoke $(CARGO_TARGET_DIR)/criterion $(BENCH_OUT)/smoke/BENCHMARKS.md $(BENCH_OUT)/smoke/p99.png

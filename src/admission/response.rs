@@ -50,9 +50,6 @@ struct AuditAnnotations<'a> {
     enforcement: Option<&'static str>,
 }
 
-/// The status code of every policy denial: the request is understood and refused.
-pub const DENIAL_CODE: u16 = 403;
-
 pub fn encode(uid: &str, decision: &Decision) -> Vec<u8> {
     // Buffers sized for the common answer up front: growing them costs a copy
     // and an allocation each time (counted in `cargo bench --bench review`).
@@ -65,10 +62,11 @@ pub fn encode(uid: &str, decision: &Decision) -> Vec<u8> {
     let warning_bytes: usize = decision.warnings.iter().map(|warning| warning.len() + 8).sum();
     let mut out =
         Vec::with_capacity(256 + uid.len() + patch.as_ref().map_or(0, String::len) + message_bytes + warning_bytes);
+    let (code, reason) = decision.reason.refusal_status();
     let status = decision.message.as_deref().filter(|_| !decision.allowed).map(|message| StatusOut {
         status: "Failure",
-        code: DENIAL_CODE,
-        reason: "Forbidden",
+        code,
+        reason,
         message,
     });
     let review = ReviewOut {

@@ -1,7 +1,7 @@
 //! The policy: pure functions from a workload and a [`ClusterView`] to a
 //! [`Verdict`]. One file per predicate (queue, admissibility, exposure,
 //! priority, ownership, suspend, update guards, evictions, the Workload API's
-//! limits, resource limits), and what they all
+//! limits, resource limits, the review's own size), and what they all
 //! return in `verdict`; this file is the one place that says in what order
 //! they run, through the three entry points the webhooks call:
 //! [`mutate_create`], [`validate_create`] and [`validate_update`]. Nothing here
@@ -17,6 +17,7 @@ pub mod ownership;
 pub mod priority;
 pub mod queue;
 mod resource_limits;
+mod review_size;
 pub mod suspend;
 pub mod update;
 pub mod verdict;
@@ -56,6 +57,8 @@ fn in_scope<'c>(
     if workload.is_being_deleted() {
         return Err(Verdict::Skip(Reason::BeingDeleted));
     }
+    // Before any rule walks its lists; no enforcement: unreviewed is not allowed.
+    review_size::check_size(subject, old).map_err(Verdict::Deny)?;
     if let Ownership::Unverified { owner, uid } = ownership
         && old.is_none()
     {

@@ -47,6 +47,8 @@ pub enum Reason {
     QueueChangedWhileRunning,
     UnsuspendNotAllowed,
     UnverifiedOwner,
+    // Refused unreviewed.
+    TooLargeToReview,
 }
 
 impl Reason {
@@ -87,13 +89,14 @@ impl Reason {
             Self::QueueChangedWhileRunning => "queue-changed-while-running",
             Self::UnsuspendNotAllowed => "unsuspend-not-allowed",
             Self::UnverifiedOwner => "unverified-owner",
+            Self::TooLargeToReview => "too-large-to-review",
         }
     }
 }
 
 impl Reason {
     /// Every reason, in declaration order.
-    pub const ALL: [Reason; 35] = [
+    pub const ALL: [Reason; 36] = [
         Self::NotAWorkload,
         Self::Subresource,
         Self::OperationNotReviewed,
@@ -129,6 +132,7 @@ impl Reason {
         Self::QueueChangedWhileRunning,
         Self::UnsuspendNotAllowed,
         Self::UnverifiedOwner,
+        Self::TooLargeToReview,
     ];
 
     /// The reason whose label is `label`.
@@ -171,6 +175,16 @@ impl Reason {
             Self::BypassesKueue => Some(Enforcement::Warn),
             reason if reason.is_denial() => Some(Enforcement::Deny),
             _ => None,
+        }
+    }
+
+    /// The status a refusal with this reason carries (`code`, `reason` of the
+    /// metav1.Status the API server relays): 400 Bad Request for a workload
+    /// refused unreviewed, 403 Forbidden for a broken rule.
+    pub fn refusal_status(self) -> (u16, &'static str) {
+        match self {
+            Self::TooLargeToReview => (400, "BadRequest"),
+            _ => (403, "Forbidden"),
         }
     }
 

@@ -9,6 +9,7 @@ mod kind;
 mod limits;
 mod placement;
 mod requests;
+pub mod size;
 mod transform;
 
 use std::collections::BTreeMap;

@@ -108,6 +108,25 @@ pub fn pod_spec(container: &str, image: &str, requests: Option<Value>, priority_
     spec
 }
 
+/// A pod spec an attacker sends to make a review costly: `sidecars` init
+/// containers with `restartPolicy: Always` then `init` plain ones, each asking
+/// for a resource of its own name, and one container.
+pub fn sidecar_flood(sidecars: usize, init: usize) -> Value {
+    let init_container = |i: usize, sidecar: bool| {
+        let mut container = json!({"name": format!("i{i}"), "image": "x",
+            "resources": {"requests": {format!("example.com/r{i}"): "1"}}});
+        if sidecar {
+            container["restartPolicy"] = json!("Always");
+        }
+        container
+    };
+    let init_containers: Vec<Value> = (0..sidecars)
+        .map(|i| init_container(i, true))
+        .chain((sidecars..sidecars + init).map(|i| init_container(i, false)))
+        .collect();
+    json!({"restartPolicy": "Never", "initContainers": init_containers, "containers": [{"name": "main", "image": "x"}]})
+}
+
 /// The setters every workload builder has (metadata, Kueue's labels,
 /// `spec.suspend`, owners), written once for both.
 macro_rules! object_builder {
