@@ -26,16 +26,22 @@ fn state_server(dir: &std::path::Path, pki: &TestPki, descriptors: Option<u64>) 
 }
 
 fn connector(ca_pem: &str) -> TlsConnector {
+    connector_offering(ca_pem, &[])
+}
+
+/// A TLS client offering `protocols` by ALPN.
+fn connector_offering(ca_pem: &str, protocols: &[&[u8]]) -> TlsConnector {
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
         roots.add(cert.unwrap()).unwrap();
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
+    config.alpn_protocols = protocols.iter().map(|protocol| protocol.to_vec()).collect();
     TlsConnector::from(Arc::new(config))
 }
 
@@ -155,10 +161,17 @@ async fn stalled_bodies_hold_memory_under_the_deployment_limit_and_reviews_are_a
     assert!(review_answered(&client, &server, &body).await);
 }
 
+/// A flood of connections that send a head and stall, more than the cap:
+/// each new one takes the place of the oldest that has completed no request,
+/// so the API server's keep-alive connection goes on and its fresh
+/// connections (a second API server, or one after a keep-alive closed) are
+/// served too, while the descriptor table never fills. Before eviction, fresh
+/// connections were closed at once until the attackers' deadlines passed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_full_descriptor_table_is_refused_at_the_door_and_reviews_go_on() {
+async fn a_descriptor_flood_gives_way_to_fresh_connections_and_reviews_go_on() {
     const DESCRIPTORS: u64 = 256;
     const ATTACKERS: usize = 300;
+    const FRESH: usize = 15;
     let dir = tempfile::tempdir().unwrap();
     let pki = TestPki::new("descriptors");
     let server = state_server(dir.path(), &pki, Some(DESCRIPTORS));
@@ -169,46 +182,180 @@ async fn a_full_descriptor_table_is_refused_at_the_door_and_reviews_go_on() {
     let body = review_body("evalhub-job.yaml");
     assert!(review_answered(&keep_alive, &server, &body).await);
 
-    // Each attacker sends headers and `{`, then stalls; those over the cap are closed at once.
+    // Each attacker sends headers and `{`, then stalls.
     let mut held = Vec::new();
-    let mut refused_at_once = 0;
     for _ in 0..ATTACKERS {
-        match tls(&connector, &server).await {
-            Ok(mut stream) => {
-                let head = "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4096\r\n\r\n{";
-                if stream.write_all(head.as_bytes()).await.is_ok() && stream.flush().await.is_ok() {
-                    held.push(stream);
-                } else {
-                    refused_at_once += 1;
-                }
+        if let Ok(mut stream) = tls(&connector, &server).await {
+            let head = "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4096\r\n\r\n{";
+            if stream.write_all(head.as_bytes()).await.is_ok() && stream.flush().await.is_ok() {
+                held.push(stream);
             }
-            Err(_) => refused_at_once += 1,
         }
     }
-    let mut answered = 0;
-    for _ in 0..30 {
-        answered += usize::from(review_answered(&keep_alive, &server, &body).await);
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    // The cap is full of stalled attackers now; reviews on the keep-alive
+    // connection and on fresh ones, a new connection each, are answered.
+    let fresh = client(&[&pki.ca_pem], true);
+    let mut kept_answered = 0;
+    let mut fresh_answered = 0;
+    for _ in 0..FRESH {
+        kept_answered += usize::from(review_answered(&keep_alive, &server, &body).await);
+        fresh_answered += usize::from(review_answered(&fresh, &server, &body).await);
     }
     let descriptors = open_descriptors(pid);
+    let evicted = metric(&server, "eval_admission_connections_evicted_total{listener=\"webhook\"}").await;
     let refused = metric(&server, "eval_admission_connections_refused_total{listener=\"webhook\"}").await;
     eprintln!(
-        "descriptor attack: {ATTACKERS} connections under a {DESCRIPTORS}-descriptor limit: {refused} refused by the \
-         cap ({refused_at_once} seen failing by the attacker), {descriptors} descriptors open, {answered}/30 reviews \
-         answered"
+        "descriptor flood: {ATTACKERS} stalled connections under a {DESCRIPTORS}-descriptor limit: {evicted} evicted, \
+         {refused} refused, {descriptors} descriptors open; {kept_answered}/{FRESH} keep-alive and \
+         {fresh_answered}/{FRESH} fresh-connection reviews answered"
     );
-    assert_eq!(answered, 30, "reviews on the keep-alive connection go on");
-    assert!(refused >= 1.0, "the cap closed the connections over it");
+    assert_eq!(kept_answered, FRESH, "reviews on the keep-alive connection go on");
+    assert_eq!(fresh_answered, FRESH, "fresh connections are served during the flood");
+    assert!(evicted >= (ATTACKERS - DESCRIPTORS as usize) as f64, "the attackers over the cap evicted older ones");
     assert!(descriptors < DESCRIPTORS as usize, "{descriptors} descriptors open");
     assert!(!server.logs().contains("accept failed"), "the descriptor table never filled");
 
-    // The deadline closes the stalled ones; then new connections are served again.
+    // Every stalled connection is closed: evicted, or at the review deadline.
     let mut all_closed = true;
     for mut stream in held {
         all_closed &= until_closed(&mut stream, Duration::from_secs(20)).await.1;
     }
-    assert!(all_closed, "every stalled request was closed by the review deadline");
-    assert!(review_answered(&client(&[&pki.ca_pem], true), &server, &body).await);
+    assert!(all_closed, "every stalled request was closed");
+}
+
+/// An HTTP/2 connection to the server, its driver running in the background.
+async fn h2_connection(connector: &TlsConnector, server: &Server) -> h2::client::SendRequest<axum::body::Bytes> {
+    let stream = tls(connector, server).await.unwrap();
+    assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]), "the server offers h2 with --http2");
+    let (send, connection) = h2::client::handshake(stream).await.unwrap();
+    tokio::spawn(connection);
+    send
+}
+
+/// A stream's request head: a review of `length` bytes to come.
+fn h2_review_head(server: &Server, length: usize) -> axum::http::Request<()> {
+    axum::http::Request::post(server.url("/mutate?timeout=10s"))
+        .header("content-type", "application/json")
+        .header("content-length", length)
+        .body(())
+        .unwrap()
+}
+
+/// HTTP/2 carries several bodies per connection: 200 connections with 8
+/// streams each stalling a 64 KiB body, then 64 bodies sent a byte per DATA
+/// frame. Before, the first held 143 MiB (the small-body allowance counted one
+/// body per connection) and the second 185 MiB (each frame kept with its
+/// receive buffer). Now each connection holds one small body outside the
+/// pool and bodies are copied into one buffer as they arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn http2_bodies_stay_under_the_deployment_limit() {
+    const CONNECTIONS: usize = 200;
+    const STREAMS: usize = 8;
+    const BODY: usize = 64 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("h2");
+    let (cert, key) = pki.write(&dir.path().join("certs"));
+    let cluster = repo("examples/cluster.yaml");
+    let server =
+        serve_limited(&cert, &key, &["--cluster", cluster.to_str().unwrap(), "--http2"], &[], dir.path(), None);
+    let pid = server.pid();
+    let connector = connector_offering(&pki.ca_pem, &[b"h2"]);
+    let client = client(&[&pki.ca_pem], false);
+    let body = review_body("evalhub-job.yaml");
+    assert!(review_answered(&client, &server, &body).await);
+
+    // 200 x 8 streams, each sending all but a byte of its 64 KiB body, then stalling.
+    let mut stalled = Vec::new();
+    for _ in 0..CONNECTIONS {
+        let mut send = h2_connection(&connector, &server).await;
+        for _ in 0..STREAMS {
+            send = send.ready().await.unwrap();
+            let Ok((answer, mut stream)) = send.send_request(h2_review_head(&server, BODY), false) else { break };
+            stream.send_data(axum::body::Bytes::from(vec![b' '; BODY - 1]), false).ok();
+            stalled.push((answer, stream));
+        }
+    }
+    let mut answered = 0;
+    for _ in 0..10 {
+        answered += usize::from(review_answered(&client, &server, &body).await);
+    }
+    let peak_stalled = memory(pid, "VmHWM:");
+
+    // 64 bodies, a byte per DATA frame, on 8 connections.
+    let mut trickles = Vec::new();
+    for _ in 0..8 {
+        let mut send = h2_connection(&connector, &server).await;
+        for _ in 0..8 {
+            send = send.ready().await.unwrap();
+            let Ok((answer, mut stream)) = send.send_request(h2_review_head(&server, BODY), false) else { break };
+            trickles.push(tokio::spawn(async move {
+                for _ in 0..BODY - 1 {
+                    stream.reserve_capacity(1);
+                    let granted = std::future::poll_fn(|cx| stream.poll_capacity(cx)).await;
+                    if !matches!(granted, Some(Ok(n)) if n >= 1)
+                        || stream.send_data(axum::body::Bytes::from_static(b" "), false).is_err()
+                    {
+                        break;
+                    }
+                }
+                (answer, stream)
+            }));
+        }
+    }
+    let mut trickled = Vec::new();
+    for trickle in trickles {
+        trickled.push(trickle.await.unwrap());
+    }
+    for _ in 0..10 {
+        answered += usize::from(review_answered(&client, &server, &body).await);
+    }
+    let peak = memory(pid, "VmHWM:");
+    let busy = metric(&server, "eval_admission_review_errors_total{webhook=\"mutate\",error=\"busy\"}").await;
+    eprintln!(
+        "HTTP/2: {} streams stalling {BODY}-byte bodies on {CONNECTIONS} connections: peak RSS {:.1} MiB; then {} \
+         bodies a byte per frame: peak RSS {:.1} MiB; {busy} refused with 429; {answered}/20 reviews answered",
+        stalled.len(),
+        peak_stalled as f64 / 1048576.0,
+        trickled.len(),
+        peak as f64 / 1048576.0
+    );
+    assert_eq!(answered, 20, "every well-behaved review answered during the attacks");
+    assert!(peak < DEPLOYMENT_MEMORY_LIMIT_BYTES, "peak RSS {peak} under the Deployment's limit");
+    assert!(busy >= 1.0, "streams past each connection's one small body counted against the pool");
+    drop((stalled, trickled));
+}
+
+/// The issue's costliest review: 4,000 sidecars and 4,000 init containers,
+/// each asking for a resource of its own (12.2 s of CPU before the request
+/// arithmetic was made linear). It is refused at once, with 400 and the cap
+/// named; a well-behaved review sent beside it is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sidecar_flood_is_refused_with_the_cap_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("sidecars");
+    let server = state_server(dir.path(), &pki, None);
+    let client = client(&[&pki.ca_pem], false);
+    let job = testkit::JobBuilder::evalhub("team-a-namespace")
+        .queue("eval-queue")
+        .pod(testkit::workload::sidecar_flood(4000, 4000))
+        .build();
+    let flood = eval_admission::admission::ReviewBuilder::create(eval_admission::workload::WorkloadKind::Job, &job)
+        .uid("flood")
+        .to_bytes();
+    assert!(flood.len() > 600 * 1024, "{} bytes", flood.len());
+    let well_behaved = review_body("evalhub-job.yaml");
+    let (answer, beside) = tokio::join!(
+        async { client.post(server.url("/validate?timeout=10s")).body(flood).send().await.unwrap() },
+        review_answered(&client, &server, &well_behaved)
+    );
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.unwrap();
+    let status = &answer["response"]["status"];
+    assert_eq!(answer["response"]["allowed"], false);
+    assert_eq!((status["code"].as_u64(), status["reason"].as_str()), (Some(400), Some("BadRequest")));
+    let message = status["message"].as_str().unwrap();
+    assert!(message.contains("has 8001 containers and init containers, more than the 256"), "{message}");
+    assert!(beside, "a review beside it answered");
 }
 
 /// The API server keeps an idle connection to a webhook for 90 s and does not

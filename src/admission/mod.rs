@@ -171,6 +171,9 @@ pub trait Lookups {
         namespace: &str,
         absent: &Absent,
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+    /// Runs `work`, the review's CPU (decoding, deciding), where it cannot
+    /// stall whatever else the caller serves.
+    fn decide<R>(&self, work: impl FnOnce() -> R + Send) -> impl Future<Output = Result<R, Self::Error>> + Send;
 }
 
 /// Offline (`review`, tests, benchmarks): the view is the whole truth.
@@ -185,6 +188,9 @@ impl<V: ClusterView + Sync> Lookups for Offline<'_, V> {
     async fn confirm_absent(&self, _: &str, _: &Absent) -> Result<bool, BadReview> {
         Ok(false)
     }
+    async fn decide<R>(&self, work: impl FnOnce() -> R + Send) -> Result<R, BadReview> {
+        Ok(work())
+    }
 }
 
 /// The most live lookups one review makes: each found object is one fewer
@@ -194,23 +200,29 @@ pub const MOST_LOOKUPS: usize = 3;
 /// Decodes, decides and encodes one review. A decision that rests on a
 /// missing object is confirmed through `lookups`; a found object has joined
 /// the view and the request is decided again, [`MOST_LOOKUPS`] times at most.
-/// Deciding is synchronous and bounded by the view: only the lookups wait.
-pub async fn review<L: Lookups>(
+/// Decoding and deciding are synchronous, bounded by the body's caps
+/// (`workload::size`) and the view, and run where `lookups` says; only the
+/// lookups wait.
+pub async fn review<L: Lookups + Sync>(
     webhook: Webhook,
     body: &[u8],
     config: &Config,
     lookups: &L,
 ) -> Result<Outcome, L::Error> {
-    let request = request::decode(body)?;
-    let mut decision = decide(webhook, &request, config, &*lookups.view())?;
+    let decided = lookups.decide(|| -> Result<_, BadReview> {
+        let request = request::decode(body)?;
+        let decision = decide(webhook, &request, config, &*lookups.view())?;
+        Ok((request, decision))
+    });
+    let (request, mut decision) = decided.await??;
     for _ in 0..MOST_LOOKUPS {
         let Some(absent) = &decision.unconfirmed else { break };
         if !lookups.confirm_absent(request.namespace().unwrap_or_default(), absent).await? {
             break;
         }
-        decision = decide(webhook, &request, config, &*lookups.view())?;
+        decision = lookups.decide(|| decide(webhook, &request, config, &*lookups.view())).await??;
     }
-    Ok(outcome(request, decision))
+    lookups.decide(|| outcome(request, decision)).await
 }
 
 /// [`review`] offline, where nothing waits: the CLI, fuzzing and benchmarks.

@@ -1,7 +1,10 @@
 //! The cluster view the server reads: a [`ClusterState`] behind a lock, filled
 //! once from a state file or kept current by the watch caches in [`watch`].
 
+mod confirm;
 pub mod watch;
+
+pub use confirm::{CONFIRMS_PER_SECOND, Confirmation};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -39,6 +42,9 @@ pub struct ClusterCache {
     /// from a state file).
     deployed_release: Mutex<Option<DeployedRelease>>,
     derivation: Derivation,
+    /// Whether every kind has synced, for reviews that wait for it.
+    synced: tokio::sync::watch::Sender<bool>,
+    confirms: confirm::ConfirmGate,
 }
 
 /// What is derived from the view ([`ClusterState::derive`]) is worked out off
@@ -78,6 +84,13 @@ impl ClusterCache {
         cache
     }
 
+    /// A fixed view that reports synced only once told `set_synced` for each
+    /// of `pending`: a live view's start, without a cluster.
+    #[cfg(test)]
+    pub(crate) fn unsynced(state: ClusterState, pending: &[&'static str]) -> Self {
+        Self::new(state, pending, None)
+    }
+
     /// An empty view that watch caches will fill; not synced until they report.
     pub fn live(client: kube::Client, initial_pending: &[&'static str], kueue: KueueInstall) -> Self {
         let live = LiveLookup {
@@ -96,6 +109,8 @@ impl ClusterCache {
             release_warning: Mutex::default(),
             deployed_release: Mutex::default(),
             derivation: Derivation::default(),
+            synced: tokio::sync::watch::Sender::new(pending.is_empty()),
+            confirms: confirm::ConfirmGate::default(),
         }
     }
 
@@ -203,12 +218,23 @@ impl ClusterCache {
         pending
     }
 
+    /// Waits until every kind has synced.
+    pub async fn synced(&self) {
+        // `wait_for` sees the value when called, so a sync just before is not missed.
+        let _ = self.synced.subscribe().wait_for(|synced| *synced).await;
+    }
+
     pub fn set_pending(&self, kind: &'static str) {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(kind);
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.insert(kind);
+        self.synced.send_replace(false);
     }
 
     pub fn set_synced(&self, kind: &'static str) {
-        let removed = self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(kind);
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let removed = pending.remove(kind);
+        self.synced.send_replace(pending.is_empty());
+        drop(pending);
         if removed {
             self.changed();
         }
@@ -289,14 +315,31 @@ impl ClusterCache {
     /// Looks an object a denial found missing up on the API server, since the
     /// watch cache may lag one created a moment ago (a Namespace, its LocalQueue
     /// and a Job applied together). A found object goes into the view.
-    /// Without a live cluster the view is authoritative: `Ok(false)`.
+    /// Without a live cluster the view is authoritative: `Absent`. Lookups of
+    /// one object at once are one GET, and GETs are rationed (`confirm`).
     pub async fn confirm_absent(
         &self,
         namespace: &str,
         absent: &Absent,
         timeout: Duration,
+    ) -> Result<Confirmation, LookupError> {
+        let Some(live) = &self.live else { return Ok(Confirmation::Absent) };
+        let key = format!("{namespace}/{absent:?}");
+        match self.confirms.confirm(key, self.look_up(live, namespace, absent, timeout)).await {
+            Ok(true) => Ok(Confirmation::Found),
+            Ok(false) => Ok(Confirmation::Absent),
+            Err(confirm::Unanswered::Throttled) => Ok(Confirmation::Throttled),
+            Err(confirm::Unanswered::Failed(error)) => Err(error),
+        }
+    }
+
+    async fn look_up(
+        &self,
+        live: &LiveLookup,
+        namespace: &str,
+        absent: &Absent,
+        timeout: Duration,
     ) -> Result<bool, LookupError> {
-        let Some(live) = &self.live else { return Ok(false) };
         let (kind, name) = match absent {
             Absent::Owner(claimed) => return self.confirm_owner(live, &claimed.owner, &claimed.uid, timeout).await,
             Absent::LocalQueue(name) => ("LocalQueue", name),

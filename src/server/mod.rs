@@ -192,6 +192,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
         metrics: metrics.clone(),
         limits,
         body_budget,
+        deciders: routes::Deciders::per_core(),
         noop: args.noop,
         shutdown: shutdown.clone(),
     });

@@ -5,17 +5,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
 use crate::admission::{self, BadReview, Outcome, Webhook};
-use crate::cache::ClusterCache;
+use crate::cache::{ClusterCache, Confirmation};
 use crate::cluster::{Absent, ClusterState};
 use crate::config::Config;
-use crate::server::body_budget::{BodyBudget, Reservation};
+use crate::server::body_budget::{BodyBudget, Reservation, SmallBodySlot};
 use crate::server::shutdown::Shutdown;
 use crate::server::{ReviewError, duration};
 use crate::telemetry::{ErrorLabels, Metrics, ReviewLabels, WebhookLabels};
@@ -29,6 +29,8 @@ pub struct AppState {
     pub limits: Limits,
     /// Bytes of bodies held at once across connections.
     pub body_budget: BodyBudget,
+    /// Reviews decided at once off the async workers ([`Deciders`]).
+    pub deciders: Deciders,
     /// Answer every review "allowed" after reading it: the benchmark baseline.
     pub noop: bool,
     /// The shutdown phase: while draining, every HTTP/1.1 answer closes its connection.
@@ -63,6 +65,28 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = admission::MOST_REVIEW_BYTES;
 pub const LARGE_BODY_POOL_BYTES: usize = 24 * 1024 * 1024;
 /// Bodies up to this size are bounded by the connection cap alone (a 40 KB JobSet CREATE fits).
 pub const SMALL_BODY_BYTES: usize = 64 * 1024;
+/// Bodies up to this size are decided on the async worker that read them:
+/// at the costliest review per KiB (BENCHMARKS.md, section 3c) that is under
+/// 2 ms, and handing the worker off costs about 8 us, a twentieth of an
+/// EvalHub review. Larger ones are decided off the workers.
+pub const INLINE_DECISION_BYTES: usize = 16 * 1024;
+
+/// The reviews decided at once off the async workers, one per core: more
+/// would only share the cores, and a review waits for one (within its
+/// deadline) rather than stall the connections the workers serve.
+#[derive(Debug, Clone)]
+pub struct Deciders(Arc<tokio::sync::Semaphore>);
+
+impl Deciders {
+    pub fn new(count: usize) -> Self {
+        Self(Arc::new(tokio::sync::Semaphore::new(count.max(1))))
+    }
+
+    /// One per core the process may use.
+    pub fn per_core() -> Self {
+        Self::new(std::thread::available_parallelism().map_or(1, usize::from))
+    }
+}
 
 pub fn router(state: AppState) -> Router {
     Router::new()
@@ -96,7 +120,10 @@ async fn answer(
 ) -> Response {
     // One deadline from the first moment: a body that arrives slowly spends the review's time.
     let deadline = started + deadline(query_param(&parts.uri, "timeout"), &app.limits);
-    let result = match read_body(app, &parts.headers, body, deadline).await {
+    // One small body per connection outside the pool; a request from a test's
+    // router, outside any connection, is a connection of its own.
+    let slot = parts.extensions.get::<SmallBodySlot>().cloned().unwrap_or_default();
+    let result = match read_body(app, &parts.headers, &slot, body, deadline).await {
         Ok((bytes, _held)) if app.noop => noop(&bytes),
         Ok((bytes, _held)) => review(app, webhook, &bytes, deadline).await,
         Err(error) => Err(error),
@@ -128,9 +155,10 @@ async fn answer(
 async fn read_body(
     app: &AppState,
     headers: &HeaderMap,
+    slot: &SmallBodySlot,
     body: Body,
     deadline: Instant,
-) -> Result<(Bytes, Reservation), ReviewError> {
+) -> Result<(Vec<u8>, Reservation), ReviewError> {
     let declared = headers.get(header::CONTENT_LENGTH).map(|value| value.to_str().ok()?.parse::<u64>().ok());
     let length = match (declared, axum::body::HttpBody::size_hint(&body).exact()) {
         (Some(Some(length)), _) | (None, Some(length)) => length,
@@ -140,13 +168,32 @@ async fn read_body(
     let limit = app.limits.max_body_bytes;
     let length =
         usize::try_from(length).ok().filter(|length| *length <= limit).ok_or(ReviewError::BodyTooLarge { limit })?;
-    let held = app.body_budget.reserve(length).map_err(|spent| ReviewError::Busy { pool_bytes: spent.pool_bytes })?;
-    let read = tokio::time::timeout_at(deadline.into(), axum::body::to_bytes(body, length)).await;
-    match read {
+    let held =
+        app.body_budget.reserve(length, slot).map_err(|spent| ReviewError::Busy { pool_bytes: spent.pool_bytes })?;
+    match tokio::time::timeout_at(deadline.into(), collect(body, length)).await {
         Ok(Ok(bytes)) => Ok((bytes, held)),
-        Ok(Err(error)) => Err(ReviewError::BadReview(BadReview(format!("reading the body: {error}")))),
+        Ok(Err(error)) => Err(ReviewError::BadReview(error)),
         Err(_) => Err(ReviewError::BodyDeadline),
     }
+}
+
+/// The body copied into one buffer of its declared length as its frames
+/// arrive. Keeping the frames instead (`to_bytes`) would keep each one's
+/// whole receive buffer: an HTTP/2 client sending 1-byte DATA frames made 4
+/// MiB of bodies hold 185 MiB.
+async fn collect(mut body: Body, length: usize) -> Result<Vec<u8>, BadReview> {
+    use http_body_util::BodyExt as _;
+    let mut bytes = Vec::with_capacity(length);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| BadReview(format!("reading the body: {error}")))?;
+        if let Some(data) = frame.data_ref() {
+            if data.len() > length - bytes.len() {
+                return Err(BadReview(format!("the body is longer than its Content-Length, {length} bytes")));
+            }
+            bytes.extend_from_slice(data);
+        }
+    }
+    Ok(bytes)
 }
 
 /// One query parameter, undecoded: the API server sends only `?timeout=10s`.
@@ -168,6 +215,8 @@ fn deadline(timeout: Option<&str>, limits: &Limits) -> Duration {
 struct Live<'a> {
     app: &'a AppState,
     deadline: Instant,
+    /// Whether the body is large enough to be decided off the async workers.
+    off_the_workers: bool,
 }
 
 impl admission::Lookups for Live<'_> {
@@ -187,20 +236,44 @@ impl admission::Lookups for Live<'_> {
         }
         let found =
             self.app.cluster.confirm_absent(namespace, absent, left.min(self.app.limits.confirm_timeout)).await?;
-        let result = if found { "found" } else { "absent" };
-        self.app.metrics.confirm_lookups.get_or_create(&crate::telemetry::ObjectLabels { kind: result }).inc();
-        Ok(found)
+        if found == Confirmation::Throttled {
+            tracing::debug!(?absent, "live lookups throttled: deciding from the watch cache");
+        }
+        self.app.metrics.confirm_lookups.get_or_create(&crate::telemetry::ObjectLabels { kind: found.label() }).inc();
+        Ok(found == Confirmation::Found)
+    }
+
+    /// A large body's review on a worker handed off to the blocking pool
+    /// (`block_in_place`: the runtime moves the worker's other tasks to a new
+    /// thread), one per core at most, waited for within the deadline.
+    async fn decide<R>(&self, work: impl FnOnce() -> R + Send) -> Result<R, ReviewError> {
+        let multi_thread =
+            tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
+        if !self.off_the_workers || !multi_thread {
+            return Ok(work());
+        }
+        let permit = tokio::time::timeout_at(self.deadline.into(), self.app.deciders.0.acquire())
+            .await
+            .map_err(|_| ReviewError::Deadline("every decider was busy until the API server's deadline".into()))?
+            .map_err(|_| ReviewError::NotReady("the deciders are closed"))?;
+        let decided = tokio::task::block_in_place(work);
+        drop(permit);
+        Ok(decided)
     }
 }
 
 /// The review, once the view has synced: decided from the watch caches, a
 /// denial that rests on a missing object confirmed live first (the only API
-/// calls on the request path, bounded by the deadline).
+/// calls on the request path, bounded by the deadline). A replica that has
+/// just started can be sent reviews while its endpoint is still listed: it
+/// holds them until it syncs (1 to 2 s) rather than fail them, and answers
+/// 500 only at the deadline.
 async fn review(app: &AppState, webhook: Webhook, body: &[u8], deadline: Instant) -> Result<Outcome, ReviewError> {
-    if !app.cluster.is_synced() {
-        return Err(ReviewError::NotReady("the cluster view has not synced yet"));
+    if tokio::time::timeout_at(deadline.into(), app.cluster.synced()).await.is_err() {
+        return Err(ReviewError::NotReady("the cluster view did not sync before the API server's deadline"));
     }
-    admission::review(webhook, body, &app.config, &Live { app, deadline }).await
+    let off_the_workers = body.len() > INLINE_DECISION_BYTES;
+    admission::review(webhook, body, &app.config, &Live { app, deadline, off_the_workers }).await
 }
 
 /// The baseline: decode only the uid and answer allowed.
@@ -275,6 +348,7 @@ mod tests {
             metrics: Arc::new(Metrics::new()),
             limits: Limits { max_body_bytes, ..Limits::default() },
             body_budget: BodyBudget::new(LARGE_BODY_POOL_BYTES, SMALL_BODY_BYTES),
+            deciders: Deciders::new(2),
             noop,
             shutdown,
         })
@@ -336,6 +410,41 @@ mod tests {
         assert_eq!(answer(&shutdown, http11, 1 << 20).await, (StatusCode::OK, close.clone()));
         assert_eq!(answer(&shutdown, http11, 16).await, (StatusCode::PAYLOAD_TOO_LARGE, close));
         assert_eq!(answer(&shutdown, http2, 1 << 20).await, (StatusCode::OK, None));
+    }
+
+    /// A replica restarted behind a listed endpoint: a review that comes
+    /// before its view has synced waits for it, then is answered; one whose
+    /// deadline comes first is answered 500 at the deadline.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_review_before_the_sync_waits_for_it() {
+        let state = crate::cluster::state_file::parse(include_bytes!("../../examples/cluster.yaml")).unwrap();
+        let cluster = Arc::new(ClusterCache::unsynced(state, &["Namespace"]));
+        let app = router(AppState {
+            config: Arc::new(Config::default()),
+            cluster: cluster.clone(),
+            metrics: Arc::new(Metrics::new()),
+            limits: Limits::default(),
+            body_budget: BodyBudget::new(LARGE_BODY_POOL_BYTES, SMALL_BODY_BYTES),
+            deciders: Deciders::new(1),
+            noop: false,
+            shutdown: Shutdown::new(),
+        });
+        let request = |timeout: &str| {
+            let uri = format!("/validate?timeout={timeout}");
+            app.clone().oneshot(axum::http::Request::post(uri).body(Body::from(POD_REVIEW)).unwrap())
+        };
+        let started = Instant::now();
+        let late = request("1500ms").await.unwrap();
+        assert_eq!(late.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(started.elapsed() >= Duration::from_secs(1), "held to the deadline, 1 s: {:?}", started.elapsed());
+        let mut waiting = tokio::spawn(request("10s"));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), &mut waiting).await.is_err(),
+            "held while the view has not synced"
+        );
+        cluster.set_synced("Namespace");
+        let answered = tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("answered once synced");
+        assert_eq!(answered.unwrap().unwrap().status(), StatusCode::OK);
     }
 
     #[test]

@@ -123,6 +123,7 @@ pub struct Metrics {
     pub certificate_reload_failures: Counter<u64, AtomicU64>,
     pub connections_open: Family<ListenerLabels, Gauge>,
     pub connections_refused: Family<ListenerLabels, Counter>,
+    pub connections_evicted: Family<ListenerLabels, Counter>,
     pub connections_served: Family<ProtocolLabels, Counter>,
     pub watchers_running: Gauge,
     pub kueue_release_contradicted: Gauge,
@@ -198,6 +199,12 @@ impl Metrics {
             "Connections closed at once because the listener's connection cap was reached",
             connections_refused.clone(),
         );
+        let connections_evicted = Family::<ListenerLabels, Counter>::default();
+        registry.register(
+            "connections_evicted",
+            "Connections that had completed no request, closed at the cap for a new one",
+            connections_evicted.clone(),
+        );
         let connections_served = Family::<ProtocolLabels, Counter>::default();
         registry.register(
             "connections_served",
@@ -247,6 +254,7 @@ impl Metrics {
             kueue_release_confirmed,
             connections_open,
             connections_refused,
+            connections_evicted,
             connections_served,
             reviews,
             review_errors,
