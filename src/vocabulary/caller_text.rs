@@ -15,10 +15,12 @@ pub const MOST_LOGGED_ERROR_CHARS: usize = 1024;
 
 /// A caller's value as a log field. Its `Display` writes control characters
 /// (C0, DEL, C1), the line and paragraph separators and the bidirectional
-/// overrides as escapes (`\n`, `\u{1b}`) and a backslash as `\\`, so a value
-/// can neither end the log line nor drive a terminal nor pass for an escape;
-/// past its bound it is cut on a character boundary and says so with its
-/// whole length: `aaaa…(cut, 1153433 bytes)`.
+/// overrides as escapes (`\n`, `\u{1b}`), a backslash as `\\` and a quote as
+/// `\"`, so a value can neither end the log line, drive a terminal, pass for
+/// an escape, nor close or fake a quoted field of the text format (whose
+/// own fields read `decision="allowed"`). Past its bound it is cut on a
+/// character boundary, saying so with its whole length:
+/// `aaaa…(cut, 1153433 bytes)`.
 #[derive(Debug, Clone, Copy)]
 pub struct CallerText<T> {
     value: T,
@@ -73,6 +75,7 @@ impl Write for Escaping<'_, '_> {
                 '\r' => self.out.write_str("\\r")?,
                 '\t' => self.out.write_str("\\t")?,
                 '\\' => self.out.write_str("\\\\")?,
+                '"' => self.out.write_str("\\\"")?,
                 _ if needs_escape(character) => write!(self.out, "\\u{{{:x}}}", u32::from(character))?,
                 _ => self.out.write_char(character)?,
             }
@@ -104,6 +107,7 @@ mod tests {
         assert_eq!(shown("a\u{2028}b\u{2029}c\u{85}d\u{9b}e\u{7f}"), "a\\u{2028}b\\u{2029}c\\u{85}d\\u{9b}e\\u{7f}");
         assert_eq!(shown("\u{202e}gpj.exe\0"), "\\u{202e}gpj.exe\\u{0}");
         assert_eq!(shown("a\\nb"), "a\\\\nb", "a literal backslash-n is not taken for a newline");
+        assert_eq!(shown("x decision=\"allowed\""), "x decision=\\\"allowed\\\"", "nor a quote for a field's");
         assert_eq!(shown("ünïcode ✓"), "ünïcode ✓", "printable text stays as it is");
         let forged = "x\n2026-01-01T00:00:00Z  INFO review uid=forged decision=allowed";
         assert!(!shown(forged).contains('\n'));
