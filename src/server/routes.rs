@@ -116,7 +116,9 @@ async fn answer(
         Err(error) => {
             let label = ErrorLabels { webhook: webhook.as_str(), error: error.metric_label() };
             app.metrics.review_errors.get_or_create(&label).inc();
-            tracing::warn!(webhook = webhook.as_str(), error = %crate::vocabulary::caller_text::CallerText::error(&error), "review failed");
+            // Escaped and cut: the error may quote the caller's body.
+            let logged = crate::vocabulary::caller_text::CallerText::error(&error);
+            tracing::warn!(webhook = webhook.as_str(), error = %logged, "review failed");
             error.into_response()
         }
     }
