@@ -69,7 +69,13 @@ pub fn init_logging(format: LogFormat) -> std::io::Result<Logging> {
         batched_stdout::spawn(std::io::stdout(), LOG_BATCH_BYTES, LOG_LINE_BYTES, LOG_BATCH_WINDOW)?;
     let dropped = writer.dropped_lines();
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
-    let result = if json { builder.event_format(JsonLines).try_init() } else { builder.with_target(false).try_init() };
+    // Colours only on a terminal: piped or in a file, their escapes are noise,
+    // and a log whose only ESC bytes are a caller's is easier to check.
+    let result = if json {
+        builder.event_format(JsonLines).try_init()
+    } else {
+        builder.with_target(false).with_ansi(std::io::stdout().is_terminal()).try_init()
+    };
     // Already installed (tests): keep the first.
     let _ = result;
     Ok(Logging { _flush_on_drop: flush_on_drop, dropped })
