@@ -36,7 +36,7 @@ pub enum LogFormat {
 /// container. A stalled log reader costs lines, counted, never a review's time.
 const LOG_BATCH_BYTES: usize = 2 * 1024 * 1024;
 /// The longest line written; a longer one is cut, saying so. A review's line,
-/// its caller's values cut (`CallerText`), stays near 10 KiB at worst; this is
+/// its caller's values cut (`CallerText`), stays under 11 KiB; this is
 /// far over that, and a thirty-second of the batch, so one line never takes
 /// the batch nor is dropped for its size alone.
 const LOG_LINE_BYTES: usize = 64 * 1024;

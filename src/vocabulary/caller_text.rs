@@ -5,8 +5,8 @@
 use std::fmt::{self, Display, Write};
 
 /// The most characters of one caller value a log line repeats: far over any
-/// Kubernetes name (253) or uid (36), and five of them, escaped, keep a
-/// review's line near 10 KiB at worst.
+/// Kubernetes name (253) or uid (36); shown, a value is at most ~2 KiB (every
+/// character an 8-byte escape), so a review's five keep its line under 11 KiB.
 pub const MOST_LOGGED_CHARS: usize = 256;
 
 /// The most characters of an error's text a log line repeats: a sentence that
@@ -124,6 +124,9 @@ mod tests {
         let huge = "a".repeat(1_153_433);
         assert!(shown(&huge).ends_with("aaaa…(cut, 1153433 bytes)"));
         assert_eq!(shown(&huge).len(), MOST_LOGGED_CHARS + "…(cut, 1153433 bytes)".len());
+        // The longest a value can be shown: every character the longest escape.
+        let worst = shown(&"\u{2028}".repeat(8 * 1024 * 1024 / 3));
+        assert!(worst.len() <= MOST_LOGGED_CHARS * 8 + 30, "{} bytes", worst.len());
         // Escapes count as the one character they stand for.
         let controls = shown(&"\n".repeat(MOST_LOGGED_CHARS + 5));
         assert_eq!(controls, format!("{}…(cut, {} bytes)", "\\n".repeat(MOST_LOGGED_CHARS), MOST_LOGGED_CHARS + 5));
