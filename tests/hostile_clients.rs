@@ -477,3 +477,101 @@ fn durations_have_a_range_and_go_syntax() {
     let stderr = String::from_utf8_lossy(&go_syntax.stderr);
     assert!(stderr.contains("/nonexistent") && !stderr.contains("drain"), "{stderr}");
 }
+
+/// Issue 34: what a caller writes in a review cannot forge a log line, drive a
+/// terminal, or grow a line past what the log writer takes, and a denial that
+/// echoes a huge value goes out cut. The text log, where a raw newline used to
+/// start a line of the caller's choosing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_values_cannot_forge_log_lines_nor_make_them_or_denials_huge() {
+    /// A line as the text format writes it, `decision=allowed` and all.
+    const FORGED: &str = "2026-01-01T00:00:00.000000Z  INFO review uid=forged webhook=validate kind=Job \
+                          namespace=team-a-namespace name=forged operation=CREATE user=admin decision=allowed";
+    const HUGE_USER_BYTES: usize = 1_153_433; // 1.1 MiB
+    const HUGE_LABEL_BYTES: usize = 1024 * 1024;
+    /// Far over a review line whose every caller value is cut (a few hundred bytes each).
+    const MOST_REVIEW_LINE_BYTES: usize = 8 * 1024;
+    /// The denial message's bound (`admission::MOST_MESSAGE_RUNES`).
+    const MOST_MESSAGE_RUNES: usize = 2048;
+    let injected = format!("\n{FORGED}\x1b[2J");
+
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("forged-logs");
+    let (cert, key) = pki.write(&dir.path().join("certs"));
+    let cluster = repo("examples/cluster.yaml");
+    // As `serve` starts it, with the text log.
+    let (port, admin_port) = (testkit::free_port().unwrap(), testkit::free_port().unwrap());
+    let server = testkit::Serve::new(BIN, &cert, &key)
+        .ports(port, admin_port)
+        .args(["--cluster", cluster.to_str().unwrap()])
+        .log_format("text")
+        .log(dir.path().join("server.log"))
+        .ready(testkit::Ready::Listening, Duration::from_secs(20), Duration::from_millis(20))
+        .start()
+        .unwrap_or_else(|error| panic!("the server did not start: {error:#}"));
+    let client = client(&[&pki.ca_pem], false);
+    let review_of =
+        |job: testkit::JobBuilder| -> Value { eval_admission::cli::admission_review(job.json().as_bytes()).unwrap() };
+    let job = || testkit::JobBuilder::evalhub("team-a-namespace").queue("eval-queue");
+    let send = |review: Value| {
+        let request = client.post(server.url("/validate?timeout=10s")).body(review.to_string()).send();
+        async move {
+            let response = request.await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+
+    let mut by_user = review_of(job());
+    by_user["request"]["userInfo"]["username"] = Value::from(format!("alice{injected}"));
+    let mut by_name = review_of(job().name(&format!("job{injected}")));
+    by_name["request"]["name"] = by_name["request"]["object"]["metadata"]["name"].clone();
+    let mut by_api_version = review_of(job());
+    by_api_version["apiVersion"] = Value::from(format!("admission.k8s.io/v1{injected}"));
+    let mut huge_user = review_of(job());
+    huge_user["request"]["userInfo"]["username"] = Value::from("u".repeat(HUGE_USER_BYTES));
+    let huge_label = review_of(job().queue(&"q".repeat(HUGE_LABEL_BYTES)));
+
+    assert_eq!(send(by_user).await.0, 200);
+    assert_eq!(send(by_name).await.0, 200);
+    assert_eq!(send(by_api_version).await.0, 400, "an apiVersion not admission.k8s.io/v1 is refused, and logged");
+    assert_eq!(send(huge_user).await.0, 200);
+    let (status, denied) = send(huge_label).await;
+    assert_eq!(status, 200);
+    const REVIEWS: usize = 5;
+
+    // The denial that echoes the 1 MiB label goes out cut, saying so.
+    let denied: Value = serde_json::from_str(&denied).unwrap();
+    assert_eq!(denied["response"]["allowed"], false, "{:?}", denied["response"]["auditAnnotations"]);
+    let message = denied["response"]["status"]["message"].as_str().unwrap();
+    eprintln!("the 1 MiB queue label's denial: {} characters: {message:.120} ... {}", message.chars().count(), {
+        let tail: String = message.chars().rev().take(48).collect();
+        tail.chars().rev().collect::<String>()
+    });
+    assert!(message.chars().count() <= MOST_MESSAGE_RUNES, "{} characters", message.chars().count());
+    assert!(message.contains("(cut: ") && message.ends_with(" characters in all)"), "{message:.300}");
+
+    // One line per review, however many newlines they carried. The log is
+    // batched: poll until every review is in it.
+    let review_lines = |logs: &str| logs.lines().filter(|line| line.contains(" review ")).count();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut logs = server.logs();
+    while review_lines(&logs) < REVIEWS && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        logs = server.logs();
+    }
+    let lines: Vec<&str> = logs.lines().collect();
+    for line in lines.iter().filter(|line| line.contains(" review ")) {
+        eprintln!("review line, {} bytes: {line:.240}", line.len());
+    }
+    assert_eq!(review_lines(&logs), REVIEWS, "one line per review:\n{logs:.4000}");
+    assert!(!lines.iter().any(|line| line.starts_with(FORGED)), "a forged line:\n{logs:.4000}");
+    assert!(!logs.contains('\x1b'), "a terminal escape reached the log:\n{logs:.4000}");
+    assert_eq!(lines.iter().filter(|line| line.contains("review failed")).count(), 1, "the apiVersion one");
+
+    // The 1.1 MiB username's review is logged, its value cut, its line short.
+    let huge = lines.iter().find(|line| line.contains(" user=uuuu")).expect("the 1.1 MiB username's review is logged");
+    assert!(huge.contains(&format!("…(cut, {HUGE_USER_BYTES} bytes)")), "{huge:.400}");
+    assert!(huge.len() < MOST_REVIEW_LINE_BYTES, "{} bytes", huge.len());
+    let dropped = metric(&server, "eval_admission_log_lines_dropped_total").await;
+    assert_eq!(dropped, 0.0, "no log line dropped");
+}

@@ -85,7 +85,7 @@ impl Decision {
     }
 
     pub fn allow_with_warnings(reason: Reason, warnings: Vec<String>) -> Self {
-        Self { warnings, ..Self::allow(reason) }
+        Self { warnings: warnings.into_iter().map(fit_message).collect(), ..Self::allow(reason) }
     }
 
     /// The policy's verdict on `workload`, its shape written as a minimal patch.
@@ -104,11 +104,14 @@ impl Decision {
     pub fn deny(denial: Denial) -> Self {
         let broken = Self { enforcement: Some(denial.enforcement), ..Self::allow(denial.reason) };
         match denial.enforcement {
-            Enforcement::Deny => {
-                Self { allowed: false, message: Some(denial.message), unconfirmed: denial.absent, ..broken }
-            }
+            Enforcement::Deny => Self {
+                allowed: false,
+                message: Some(fit_message(denial.message)),
+                unconfirmed: denial.absent,
+                ..broken
+            },
             Enforcement::Warn => {
-                Self { warnings: vec![fit_warning(denial.message)], unconfirmed: denial.absent, ..broken }
+                Self { warnings: vec![fit_message(denial.message)], unconfirmed: denial.absent, ..broken }
             }
             Enforcement::Off => broken,
         }
@@ -129,17 +132,48 @@ impl Decision {
     }
 }
 
-/// The most of a warned denial's message that goes out. The API server keeps
-/// a request's warnings whole while they total at most 4096 runes, and past
-/// that cuts every one to 256 (k8s.io/apiserver `filters/warning.go`,
-/// `truncateAtTotalRunes`); this leaves room for both webhooks' other warnings.
-pub const MOST_WARNING_RUNES: usize = 2048;
+/// The most of a message that goes out, as a warning or as a denial's
+/// `status.message`. The API server keeps a request's warnings whole while
+/// they total at most 4096 runes, and past that cuts every one to 256
+/// (k8s.io/apiserver `filters/warning.go`, `truncateAtTotalRunes`); this leaves
+/// room for both webhooks' other warnings. A denial's message the API server
+/// relays to the client whole (kubectl prints it, EvalHub and AIPerf store it
+/// in their status): a rule's message names a few values and is far shorter,
+/// so only one that echoes a caller's huge value is cut; one bound for both
+/// keeps a rule's message the same whether its enforcement warns or denies.
+pub const MOST_MESSAGE_RUNES: usize = 2048;
 
-fn fit_warning(message: String) -> String {
-    match message.char_indices().nth(MOST_WARNING_RUNES - 1) {
-        Some((cut, _)) => format!("{}…", &message[..cut]),
-        None => message,
+/// A warning or denial message cut to [`MOST_MESSAGE_RUNES`] on a character
+/// boundary, its end saying the cut: `… (cut: 2,100,033 characters in all)`.
+pub fn fit_message(message: String) -> String {
+    // A byte is at most one character: the common short message is not counted.
+    if message.len() <= MOST_MESSAGE_RUNES {
+        return message;
     }
+    let characters = message.chars().count();
+    if characters <= MOST_MESSAGE_RUNES {
+        return message;
+    }
+    let note = format!("… (cut: {} characters in all)", thousands(characters));
+    let kept = MOST_MESSAGE_RUNES.saturating_sub(note.chars().count());
+    let cut = message.char_indices().nth(kept).map_or(message.len(), |(at, _)| at);
+    let mut fitted = String::with_capacity(cut + note.len());
+    fitted.push_str(message.get(..cut).unwrap_or_default());
+    fitted.push_str(&note);
+    fitted
+}
+
+/// `2100033` as `2,100,033`.
+fn thousands(number: usize) -> String {
+    let digits = number.to_string();
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (at, digit) in digits.chars().enumerate() {
+        if at > 0 && (digits.len() - at).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
 }
 
 /// One answered review: the response body and what the log line and metrics need.
@@ -349,16 +383,36 @@ mod fit_tests {
     use super::*;
 
     #[test]
-    fn a_warned_message_is_cut_on_a_character_boundary() {
-        assert_eq!(fit_warning("short".into()), "short");
-        let long = "é".repeat(MOST_WARNING_RUNES + 10);
-        let cut = fit_warning(long);
-        assert_eq!(cut.chars().count(), MOST_WARNING_RUNES);
-        assert!(cut.ends_with("é…"));
+    fn a_message_is_cut_on_a_character_boundary_saying_the_cut() {
+        assert_eq!(fit_message("short".into()), "short");
+        let long = "é".repeat(MOST_MESSAGE_RUNES + 10);
+        let cut = fit_message(long);
+        assert_eq!(cut.chars().count(), MOST_MESSAGE_RUNES);
+        assert!(cut.ends_with("é… (cut: 2,058 characters in all)"), "{cut}");
+        let at_limit = "é".repeat(MOST_MESSAGE_RUNES);
+        assert_eq!(fit_message(at_limit.clone()), at_limit, "at the limit: whole");
+        let huge = format!("queue {} not found", "q".repeat(2_100_000));
+        let cut = fit_message(huge);
+        assert_eq!(cut.chars().count(), MOST_MESSAGE_RUNES);
+        assert!(cut.starts_with("queue qqq") && cut.ends_with("q… (cut: 2,100,016 characters in all)"), "{cut}");
         assert_eq!(
-            fit_warning("a".repeat(MOST_WARNING_RUNES)).chars().count(),
-            MOST_WARNING_RUNES,
-            "at the limit: whole"
+            (thousands(0), thousands(999), thousands(1000), thousands(2_100_033)),
+            ("0".into(), "999".into(), "1,000".into(), "2,100,033".into())
         );
+    }
+
+    #[test]
+    fn denials_and_warnings_alike_are_fitted() {
+        let denial = |enforcement| Denial {
+            enforcement,
+            ..Denial::new(Reason::MissingLocalQueue, "x".repeat(3 * MOST_MESSAGE_RUNES))
+        };
+        let denied = Decision::deny(denial(Enforcement::Deny));
+        assert_eq!(denied.message.map(|m| m.chars().count()), Some(MOST_MESSAGE_RUNES));
+        let warned = Decision::deny(denial(Enforcement::Warn));
+        assert_eq!(warned.warnings.iter().map(|w| w.chars().count()).collect::<Vec<_>>(), [MOST_MESSAGE_RUNES]);
+        let allowed = Decision::allow_with_warnings(Reason::Checked, vec!["w".repeat(5000), "short".into()]);
+        assert_eq!(allowed.warnings[0].chars().count(), MOST_MESSAGE_RUNES);
+        assert_eq!(allowed.warnings[1], "short");
     }
 }

@@ -257,6 +257,8 @@ async fn watch_limit_ranges(client: kube::Client, cache: Arc<ClusterCache>) {
         match objects::decode("v1", "LimitRange", value) {
             Ok(pruned) => pruned,
             Err(error) => {
+                // The object is a user's, and the error may quote it.
+                let error = crate::vocabulary::caller_text::CallerText::error(error);
                 tracing::warn!(%error, namespace, name, "LimitRange cannot be read; leaving it out");
                 None
             }
@@ -277,6 +279,8 @@ async fn watch_runtime_classes(client: kube::Client, cache: Arc<ClusterCache>) {
         match objects::decode("node.k8s.io/v1", "RuntimeClass", value) {
             Ok(pruned) => pruned,
             Err(error) => {
+                // The object is a user's, and the error may quote it.
+                let error = crate::vocabulary::caller_text::CallerText::error(error);
                 tracing::warn!(%error, name, "RuntimeClass cannot be read; leaving it out");
                 None
             }
@@ -391,6 +395,8 @@ async fn watch_kueue_kind(client: kube::Client, cache: Arc<ClusterCache>, kind: 
         match objects::decode(&api_version, kind, value) {
             Ok(decoded) => decoded,
             Err(error) => {
+                // The object is a user's, and the error may quote it.
+                let error = crate::vocabulary::caller_text::CallerText::error(error);
                 tracing::warn!(kind, %error, "skipping an object the rules cannot read");
                 None
             }

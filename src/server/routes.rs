@@ -143,7 +143,9 @@ async fn answer(
         Err(error) => {
             let label = ErrorLabels { webhook: webhook.as_str(), error: error.metric_label() };
             app.metrics.review_errors.get_or_create(&label).inc();
-            tracing::warn!(webhook = webhook.as_str(), error = %error, "review failed");
+            // Escaped and cut: the error may quote the caller's body.
+            let logged = crate::vocabulary::caller_text::CallerText::error(&error);
+            tracing::warn!(webhook = webhook.as_str(), error = %logged, "review failed");
             error.into_response()
         }
     }
@@ -293,6 +295,7 @@ fn noop(body: &[u8]) -> Result<Outcome, ReviewError> {
 }
 
 fn record(app: &AppState, webhook: Webhook, outcome: &Outcome, elapsed: Duration) {
+    use crate::vocabulary::caller_text::CallerText;
     let decision = &outcome.decision;
     let kind = match outcome.kind.as_str() {
         "Job" => "Job",
@@ -308,14 +311,16 @@ fn record(app: &AppState, webhook: Webhook, outcome: &Outcome, elapsed: Duration
         enforcement: decision.enforcement_label(),
     };
     app.metrics.reviews.get_or_create(&labels).inc();
+    // Every field the caller wrote goes through `CallerText`: escaped, so it
+    // cannot forge a line, and cut, so the line always reaches the log.
     tracing::info!(
-        uid = %outcome.uid,
+        uid = %CallerText::new(&outcome.uid),
         webhook = webhook.as_str(),
-        kind = %outcome.kind,
-        namespace = %outcome.namespace,
-        name = %outcome.name,
+        kind = %CallerText::new(&outcome.kind),
+        namespace = %CallerText::new(&outcome.namespace),
+        name = %CallerText::new(&outcome.name),
         operation = outcome.operation.as_str(),
-        user = %outcome.username,
+        user = %CallerText::new(&outcome.username),
         decision = decision.verdict(),
         reason = decision.reason.as_str(),
         enforcement = decision.enforcement_label(),

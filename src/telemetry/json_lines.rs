@@ -163,4 +163,17 @@ mod tests {
         let second: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
         assert_eq!((second["level"].as_str(), second["message"].as_str()), (Some("WARN"), Some("second")));
     }
+
+    #[test]
+    fn a_callers_value_is_cut_in_json_too() {
+        use crate::vocabulary::caller_text::CallerText;
+        let huge = format!("alice\n{}", "u".repeat(1_000_000));
+        let lines = json_lines(|| tracing::info!(user = %CallerText::new(&huge), "review"));
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].len() < 1024, "{} bytes", lines[0].len());
+        let line: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+        let user = line["user"].as_str().unwrap();
+        assert!(user.starts_with("alice\\nuuu"), "{user}");
+        assert!(user.ends_with(&format!("u…(cut, {} bytes)", huge.len())), "{user}");
+    }
 }

@@ -35,6 +35,11 @@ pub enum LogFormat {
 /// batch is being written): ~5,000 review lines, a few MiB of a 128 MiB
 /// container. A stalled log reader costs lines, counted, never a review's time.
 const LOG_BATCH_BYTES: usize = 2 * 1024 * 1024;
+/// The longest line written; a longer one is cut, saying so. A review's line,
+/// its caller's values cut (`CallerText`), stays under 11 KiB; this is
+/// far over that, and a thirty-second of the batch, so one line never takes
+/// the batch nor is dropped for its size alone.
+const LOG_LINE_BYTES: usize = 64 * 1024;
 /// How long a started batch gathers lines: how late a line may reach stdout.
 const LOG_BATCH_WINDOW: Duration = Duration::from_millis(20);
 
@@ -60,10 +65,17 @@ pub fn init_logging(format: LogFormat) -> std::io::Result<Logging> {
         LogFormat::Text => false,
         LogFormat::Auto => !std::io::stdout().is_terminal(),
     };
-    let (writer, flush_on_drop) = batched_stdout::spawn(std::io::stdout(), LOG_BATCH_BYTES, LOG_BATCH_WINDOW)?;
+    let (writer, flush_on_drop) =
+        batched_stdout::spawn(std::io::stdout(), LOG_BATCH_BYTES, LOG_LINE_BYTES, LOG_BATCH_WINDOW)?;
     let dropped = writer.dropped_lines();
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
-    let result = if json { builder.event_format(JsonLines).try_init() } else { builder.with_target(false).try_init() };
+    // Colours only on a terminal: piped or in a file, their escapes are noise,
+    // and a log whose only ESC bytes are a caller's is easier to check.
+    let result = if json {
+        builder.event_format(JsonLines).try_init()
+    } else {
+        builder.with_target(false).with_ansi(std::io::stdout().is_terminal()).try_init()
+    };
     // Already installed (tests): keep the first.
     let _ = result;
     Ok(Logging { _flush_on_drop: flush_on_drop, dropped })
@@ -320,7 +332,8 @@ mod tests {
 
     #[test]
     fn dropped_log_lines_are_exported() {
-        let (writer, _flush) = batched_stdout::spawn(std::io::sink(), 4, Duration::ZERO).unwrap();
+        // Here a line may be longer than the whole batch: it cannot fit, so it is dropped.
+        let (writer, _flush) = batched_stdout::spawn(std::io::sink(), 4, 1024, Duration::ZERO).unwrap();
         writer.make_writer().write_all(b"longer than four bytes\n").unwrap();
         let mut metrics = Metrics::new();
         metrics.count_dropped_log_lines(writer.dropped_lines());

@@ -3,6 +3,7 @@
 //! Reasons and enforcement modes, Kueue's names, Kubernetes quantities, Go
 //! durations, the YAML read guards and the text helpers of messages.
 
+pub mod caller_text;
 pub mod go_duration;
 pub mod kueue;
 pub mod own_names;

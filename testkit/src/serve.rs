@@ -23,11 +23,13 @@ pub enum Ready {
     Listening,
 }
 
-/// What to start: `BIN serve --tls-cert CERT --tls-key KEY --log-format json`,
-/// the caller's flags, then `--listen 127.0.0.1:PORT --admin-listen
-/// 127.0.0.1:ADMIN`; KUBECONFIG removed from its environment unless set here.
+/// What to start: `BIN serve --tls-cert CERT --tls-key KEY`, the caller's
+/// flags, then `--log-format json` (or [`Serve::log_format`]), `--listen
+/// 127.0.0.1:PORT --admin-listen 127.0.0.1:ADMIN`; KUBECONFIG removed from its
+/// environment unless set here.
 pub struct Serve {
     launch: Launch,
+    log_format: &'static str,
     ports: Option<(u16, u16)>,
     ready: Ready,
     timeout: Duration,
@@ -42,10 +44,10 @@ impl Serve {
             .arg(cert.as_ref())
             .arg("--tls-key")
             .arg(key.as_ref())
-            .args(["--log-format", "json"])
             .env_remove("KUBECONFIG");
         Self {
             launch,
+            log_format: "json",
             ports: None,
             ready: Ready::Readyz,
             timeout: Duration::from_secs(60),
@@ -80,6 +82,12 @@ impl Serve {
         self.with(|launch| launch.log(path))
     }
 
+    /// `--log-format` (`json` unless set: the flag may be given once).
+    pub fn log_format(mut self, format: &'static str) -> Self {
+        self.log_format = format;
+        self
+    }
+
     /// The serving and admin ports (otherwise two free ones).
     pub fn ports(mut self, port: u16, admin_port: u16) -> Self {
         self.ports = Some((port, admin_port));
@@ -101,6 +109,8 @@ impl Serve {
             None => (crate::free_port()?, crate::free_port()?),
         };
         let launch = self.launch.args([
+            "--log-format",
+            self.log_format,
             "--listen",
             &format!("127.0.0.1:{port}"),
             "--admin-listen",
