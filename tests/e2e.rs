@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::RwLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::control_plane::Environment;
+use common::control_plane::{ControlPlane, Environment, EvalAdmission};
 use common::{BIN, repo};
 use serde_json::{Value, json};
 use testkit::{JobBuilder, JobSetBuilder, wait_for};
@@ -394,6 +394,75 @@ fn with_the_server_stopped_evaluations_fail_closed_and_other_jobs_are_untouched(
     assert!(cluster.get("job", &namespace, "web-batch")["spec"].get("suspend").is_none_or(|s| s == false));
 
     cluster.ok(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "after-outage", &[], &[])));
+}
+
+/// Issue 34: an API server given a client certificate for webhooks (an
+/// AdmissionConfiguration's `kubeConfigFile`) still gets its evaluations
+/// mutated by a server that demands one (`--client-ca-file`, `--client-name`),
+/// while a caller without a certificate gets no answer. Its own control plane:
+/// kube-apiserver reads that file only at start.
+#[test]
+fn the_api_server_proves_who_it_is_and_a_caller_without_a_certificate_gets_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let callers = testkit::Ca::new().unwrap();
+    let caller = "kube-apiserver-webhook-client";
+    let admission = admission_config_presenting(dir.path(), &callers, caller);
+    let plane = ControlPlane::start(&[&format!("--admission-control-config-file={}", admission.display())]).unwrap();
+    let client_ca = dir.path().join("client-ca.crt");
+    std::fs::write(&client_ca, &callers.pem).unwrap();
+    let flags = ["--client-ca-file", client_ca.to_str().unwrap(), "--client-name", caller];
+    let config = repo("manifests/base/config.yaml");
+    let webhook =
+        EvalAdmission::start_with_flags(&plane, Path::new(BIN), &config, &repo("manifests/base/webhooks"), &flags)
+            .unwrap();
+    let cluster = Environment { kueue: None, webhook, plane };
+    seed(&cluster);
+
+    let namespace = cluster.namespace("authenticated", Some("eval-queue"), &[("eval-queue", "team-a-cq")]);
+    cluster.ok(&["create", "-f", "-"], Some(&evalhub_job(&namespace, "evalhub-authenticated", &[], &[])));
+    let job = cluster.get("job", &namespace, "evalhub-authenticated");
+    assert_eq!(job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "eval-queue");
+    assert_eq!(job["spec"]["suspend"], true);
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let anonymous = runtime.block_on(async {
+        common::client(&[&cluster.ca.pem], true)
+            .post(format!("https://127.0.0.1:{}/mutate", cluster.webhook.port))
+            .header("content-type", "application/json")
+            .body(common::review_body("evalhub-job.yaml"))
+            .send()
+            .await
+    });
+    assert!(anonymous.is_err(), "a caller without a certificate was answered: {anonymous:?}");
+}
+
+/// An AdmissionConfiguration (Kubernetes docs, Dynamic Admission Control,
+/// "Authenticate apiservers") whose webhook plugins present a certificate for
+/// `caller` from `ca` to every webhook: its kubeconfig's user `*`.
+fn admission_config_presenting(dir: &Path, ca: &testkit::Ca, caller: &str) -> std::path::PathBuf {
+    let (cert, key) = ca.issue_files(dir, caller, testkit::Usage::Client { user: caller, group: "webhooks" }).unwrap();
+    let kubeconfig = dir.join("webhook-callers.kubeconfig");
+    let users = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "users": [{"name": "*", "user": {"client-certificate": cert, "client-key": key}}],
+    });
+    std::fs::write(&kubeconfig, users.to_string()).unwrap();
+    let plugin = |name: &str| {
+        json!({"name": name, "configuration": {
+            "apiVersion": "apiserver.config.k8s.io/v1",
+            "kind": "WebhookAdmissionConfiguration",
+            "kubeConfigFile": kubeconfig,
+        }})
+    };
+    let admission = dir.join("admission.json");
+    let config = json!({
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AdmissionConfiguration",
+        "plugins": [plugin("ValidatingAdmissionWebhook"), plugin("MutatingAdmissionWebhook")],
+    });
+    std::fs::write(&admission, config.to_string()).unwrap();
+    admission
 }
 
 #[test]

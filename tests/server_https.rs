@@ -1,7 +1,8 @@
 //! The server over real HTTPS on loopback: both endpoints answer exactly what
 //! `review` prints, bad input gets 400, certificates rotate under load,
 //! shutdown loses no in-flight review, readiness follows sync and shutdown,
-//! HTTP/2 is served only when `--http2` asks for it.
+//! HTTP/2 is served only when `--http2` asks for it, with `--client-ca-file`
+//! only a caller with a certificate from that CA and an allowed name is answered.
 
 mod common;
 
@@ -349,5 +350,55 @@ async fn http2_is_offered_only_when_asked() {
         // The plain admin listener (which served this scrape) never offers h2.
         let admin_h2 = "eval_admission_connections_served_total{listener=\"admin\",protocol=\"h2\"}";
         assert!(!metrics.contains(admin_h2), "{admin_h2} in:\n{metrics}");
+    }
+}
+
+/// `--client-ca-file` with `--client-name`: only a certificate from that CA
+/// naming an allowed caller gets an answer; every other caller's handshake
+/// fails (rustls's alert), so no request of theirs is ever read.
+#[tokio::test]
+async fn with_a_client_ca_only_an_allowed_certificate_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("client-auth");
+    let callers = testkit::Ca::new().unwrap();
+    let client_ca = dir.path().join("client-ca.crt");
+    std::fs::write(&client_ca, &callers.pem).unwrap();
+    let flags = ["--client-ca-file", client_ca.to_str().unwrap(), "--client-name", "other-name,kube-apiserver"];
+    let server = state_server(dir.path(), &pki, &flags);
+    let body = review_body("evalhub-job.yaml");
+    let certificate = |ca: &testkit::Ca, name: &str| {
+        let (cert, key) = ca.issue(name, testkit::Usage::Client { user: name, group: "webhooks" }).unwrap();
+        Some(reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes()).unwrap())
+    };
+    let post_as = |identity: Option<reqwest::Identity>| {
+        let mut builder = reqwest::Client::builder()
+            .use_rustls_tls()
+            .timeout(Duration::from_secs(10))
+            .add_root_certificate(reqwest::Certificate::from_pem(pki.ca_pem.as_bytes()).unwrap());
+        if let Some(identity) = identity {
+            builder = builder.identity(identity);
+        }
+        let client = builder.build().unwrap();
+        client.post(server.url("/mutate")).header("content-type", "application/json").body(body.clone()).send()
+    };
+
+    let response = post_as(certificate(&callers, "kube-apiserver")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+
+    let stranger_ca = testkit::Ca::new().unwrap();
+    for (who, identity) in [
+        ("no certificate", None),
+        ("another CA's certificate", certificate(&stranger_ca, "kube-apiserver")),
+        ("a name not allowed", certificate(&callers, "someone-else")),
+    ] {
+        let refused = post_as(identity).await;
+        assert!(refused.is_err(), "{who}: answered {refused:?}");
+    }
+    let metrics = plain_client().get(server.admin_url("/metrics")).send().await.unwrap().text().await.unwrap();
+    for reason in ["untrusted", "name"] {
+        let line = format!("eval_admission_client_certificates_refused_total{{reason=\"{reason}\"}} 1");
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
     }
 }

@@ -53,6 +53,15 @@ pub struct ServeArgs {
     /// Serving key (PEM); re-read when it changes.
     #[arg(long, env = "EVAL_ADMISSION_TLS_KEY")]
     pub tls_key: PathBuf,
+    /// CA (PEM) that callers' client certificates must chain to; without it
+    /// anyone who reaches the port is answered. Re-read when it changes.
+    #[arg(long, env = "EVAL_ADMISSION_CLIENT_CA_FILE")]
+    pub client_ca_file: Option<PathBuf>,
+    /// A name the caller's certificate must carry as Common Name or DNS SAN
+    /// (repeatable or comma-separated; any of them will do). Needs --client-ca-file.
+    #[arg(long = "client-name", value_name = "NAME", env = "EVAL_ADMISSION_CLIENT_NAMES", value_delimiter = ',',
+          requires = "client_ca_file", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub client_names: Vec<String>,
     /// Policy configuration file (YAML).
     #[arg(long, env = "EVAL_ADMISSION_CONFIG")]
     pub config: Option<PathBuf>,
@@ -136,7 +145,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     metrics.count_dropped_log_lines(logging.dropped_lines());
     let metrics = Arc::new(metrics);
     let certificates = Arc::new(tls::CertStore::load(&args.tls_cert, &args.tls_key)?);
-    let acceptor = TlsAcceptor::from(Arc::new(certificates.server_config(args.http2)?));
+    let client_auth = match &args.client_ca_file {
+        Some(ca) => Some(Arc::new(tls::ClientAuth::load(ca, &args.client_names, &metrics)?)),
+        None => None,
+    };
+    let acceptor = TlsAcceptor::from(Arc::new(certificates.server_config(args.http2, client_auth.clone())?));
 
     let cluster = match &args.cluster {
         Some(path) => {
@@ -163,6 +176,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
 
     tokio::spawn(on_signals);
     tokio::spawn(tls::watch(certificates, args.cert_reload_interval, metrics.clone()));
+    if let Some(client_auth) = client_auth {
+        tokio::spawn(tls::watch_client_ca(client_auth, args.cert_reload_interval));
+    }
 
     let admin = admin::router(admin::AdminState {
         cluster: cluster.clone(),

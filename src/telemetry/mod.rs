@@ -121,6 +121,12 @@ pub struct ProtocolLabels {
     pub protocol: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClientRefusalLabels {
+    /// `untrusted` (no chain to --client-ca-file) or `name` (none of --client-name).
+    pub reason: &'static str,
+}
+
 /// Every metric the server exports.
 pub struct Metrics {
     registry: Registry,
@@ -142,6 +148,7 @@ pub struct Metrics {
     pub kueue_release_confirmed: Gauge,
     pub view_derivation_seconds: Gauge<f64, AtomicU64>,
     pub view_derived: Gauge,
+    pub client_certificates_refused: Family<ClientRefusalLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -257,6 +264,13 @@ impl Metrics {
              then derive what they need themselves)",
             view_derived.clone(),
         );
+        let client_certificates_refused = Family::<ClientRefusalLabels, Counter>::default();
+        registry.register(
+            "client_certificates_refused",
+            "Webhook handshakes refused for their client certificate (with --client-ca-file), by reason; a client \
+             that sends none fails in the TLS library before this is counted",
+            client_certificates_refused.clone(),
+        );
         Self {
             registry,
             view_derivation_seconds,
@@ -277,6 +291,7 @@ impl Metrics {
             certificate_expiry,
             certificate_reloads,
             certificate_reload_failures,
+            client_certificates_refused,
         }
     }
 

@@ -29,6 +29,8 @@ pub struct EvalAdmission {
     process: Mutex<Option<testkit::Served>>,
     /// Whether the server offers HTTP/2 (`--http2`, by its environment variable).
     http2: std::sync::atomic::AtomicBool,
+    /// More `serve` flags, given at every (re)start.
+    flags: Vec<String>,
 }
 
 impl EvalAdmission {
@@ -40,6 +42,17 @@ impl EvalAdmission {
     /// [`Self::start`], registered with the configurations in `webhooks`
     /// (another profile's, e.g. manifests/redhat-kueue/webhooks).
     pub fn start_with(plane: &ControlPlane, bin: &Path, config: &Path, webhooks: &Path) -> Result<Self> {
+        Self::start_with_flags(plane, bin, config, webhooks, &[])
+    }
+
+    /// [`Self::start_with`], `serve` given `flags` too (e.g. `--client-ca-file`).
+    pub fn start_with_flags(
+        plane: &ControlPlane,
+        bin: &Path,
+        config: &Path,
+        webhooks: &Path,
+        flags: &[&str],
+    ) -> Result<Self> {
         let dir = plane.dir.join("eval-admission");
         let (cert, key) = plane.ca.issue_files(&dir, "tls", Usage::Server(&["127.0.0.1", "localhost"]))?;
         let server = Self {
@@ -55,6 +68,7 @@ impl EvalAdmission {
             logs: plane.logs(),
             process: Mutex::new(None),
             http2: false.into(),
+            flags: flags.iter().map(|flag| flag.to_string()).collect(),
         };
         server.up(None)?;
         Ok(server)
@@ -76,6 +90,7 @@ impl EvalAdmission {
             .arg("--config")
             .arg(config)
             .args(["--shutdown-delay", "0s"])
+            .args(&self.flags)
             .env("KUBECONFIG", &self.kubectl.kubeconfig)
             .env("RUST_LOG", std::env::var_os("RUST_LOG").unwrap_or_else(|| "info".into()))
             .env("EVAL_ADMISSION_HTTP2", self.http2.load(std::sync::atomic::Ordering::Relaxed).to_string())
