@@ -3,7 +3,7 @@
 
     report.py RESULTS_DIR CRITERION_DIR OUT_MARKDOWN OUT_PNG
 
-RESULTS_DIR holds load.json, scale.json, growth.json and apiserver.json (written by the
+RESULTS_DIR holds load.json, scale.json, growth.json, costliest.json and apiserver.json (written by the
 benches); CRITERION_DIR is criterion's output (target/criterion). Only what was
 measured is reported: a missing file leaves its section saying so.
 """
@@ -302,6 +302,35 @@ if growth and growth.get("served"):
             f"the slowest in {r['slowest_review_ms']:.1f} ms.")
         targets.append(("A ClusterQueue change at 1,000 ClusterQueues derived again", "< 1 s",
                         f"{r['rederive_ms_max']:.0f} ms", r["rederive_ms_max"] < 1000))
+else:
+    out("Not measured in this run.")
+out("")
+
+# 3c. The costliest review per KiB.
+costliest = load("costliest.json")
+out("## 3c. The costliest review per KiB")
+out("")
+if costliest and costliest.get("rows"):
+    out(f"`benches/costliest.rs`: each list a caller sizes grown toward {costliest['target_kib']} KiB of review, up to "
+        "its cap (`src/workload/size.rs`), timed in process (`review_offline` on the example cluster, the median of 5 "
+        "batches): on `/mutate`, `/validate`, and `/validate` asking 100,000 cpus (a denial, which checks every way "
+        "out); then the issue's sidecar attack, which the caps refuse.")
+    out("")
+    out("| what grows | count | KiB | review | us | us per KiB | verdict |")
+    out("|---|---:|---:|---|---:|---:|---|")
+    for row in costliest["rows"]:
+        out(f"| {row['shape']} | {row['count']:,} | {row['kib']:.1f} | {row['case']} | {row['us']:.0f} | "
+            f"{row['us_per_kib']:.1f} | `{row['reason']}` |")
+    worst = costliest.get("costliest_per_kib")
+    if worst:
+        out("")
+        out(f"Costliest per KiB within the caps: {worst['shape']} on {worst['case']}, {worst['us_per_kib']:.1f} us per "
+            f"KiB ({worst['us']:.0f} us for {worst['kib']:.1f} KiB).")
+    attack = [r for r in costliest["rows"] if r["shape"].startswith("attack: 4000")]
+    if attack:
+        slowest = max(r["us"] for r in attack)
+        targets.append(("The issue's 4,000 + 4,000 sidecar review (was 12.2 s of CPU)", "< 50 ms or refused",
+                        f"{slowest / 1000:.1f} ms, `{attack[0]['reason']}`", slowest < 50_000))
 else:
     out("Not measured in this run.")
 out("")
