@@ -523,6 +523,9 @@ async fn a_callers_values_cannot_forge_log_lines_nor_make_them_or_denials_huge()
 
     let mut by_user = review_of(job());
     by_user["request"]["userInfo"]["username"] = Value::from(format!("alice{injected}"));
+    // Fields within a line: the text format separates them by spaces.
+    let mut by_spaces = review_of(job());
+    by_spaces["request"]["userInfo"]["username"] = Value::from("mallory reason=forged-field");
     let mut by_name = review_of(job().name(&format!("job{injected}")));
     by_name["request"]["name"] = by_name["request"]["object"]["metadata"]["name"].clone();
     let mut by_api_version = review_of(job());
@@ -532,12 +535,13 @@ async fn a_callers_values_cannot_forge_log_lines_nor_make_them_or_denials_huge()
     let huge_label = review_of(job().queue(&"q".repeat(HUGE_LABEL_BYTES)));
 
     assert_eq!(send(by_user).await.0, 200);
+    assert_eq!(send(by_spaces).await.0, 200);
     assert_eq!(send(by_name).await.0, 200);
     assert_eq!(send(by_api_version).await.0, 400, "an apiVersion not admission.k8s.io/v1 is refused, and logged");
     assert_eq!(send(huge_user).await.0, 200);
     let (status, denied) = send(huge_label).await;
     assert_eq!(status, 200);
-    const REVIEWS: usize = 5;
+    const REVIEWS: usize = 6;
 
     // The denial that echoes the 1 MiB label goes out cut, saying so.
     let denied: Value = serde_json::from_str(&denied).unwrap();
@@ -566,6 +570,8 @@ async fn a_callers_values_cannot_forge_log_lines_nor_make_them_or_denials_huge()
     assert_eq!(review_lines(&logs), REVIEWS, "one line per review:\n{logs:.4000}");
     assert!(!lines.iter().any(|line| line.starts_with(FORGED)), "a forged line:\n{logs:.4000}");
     assert!(!logs.contains('\x1b'), "a terminal escape reached the log:\n{logs:.4000}");
+    assert!(!logs.contains(" reason=forged-field"), "a forged field:\n{logs:.4000}");
+    assert!(logs.contains("user=mallory\\u{20}reason=forged-field"), "its review, escaped:\n{logs:.4000}");
     assert_eq!(lines.iter().filter(|line| line.contains("review failed")).count(), 1, "the apiVersion one");
 
     // The 1.1 MiB username's review is logged, its value cut, its line short.

@@ -258,8 +258,8 @@ async fn watch_limit_ranges(client: kube::Client, cache: Arc<ClusterCache>) {
             Ok(pruned) => pruned,
             Err(error) => {
                 // The object is a user's, and the error may quote it.
-                let error = crate::vocabulary::caller_text::CallerText::error(error);
-                tracing::warn!(%error, namespace, name, "LimitRange cannot be read; leaving it out");
+                let error = crate::vocabulary::caller_text::CallerText::error(error).to_string();
+                tracing::warn!(error = error.as_str(), namespace, name, "LimitRange cannot be read; leaving it out");
                 None
             }
         }
@@ -280,8 +280,8 @@ async fn watch_runtime_classes(client: kube::Client, cache: Arc<ClusterCache>) {
             Ok(pruned) => pruned,
             Err(error) => {
                 // The object is a user's, and the error may quote it.
-                let error = crate::vocabulary::caller_text::CallerText::error(error);
-                tracing::warn!(%error, name, "RuntimeClass cannot be read; leaving it out");
+                let error = crate::vocabulary::caller_text::CallerText::error(error).to_string();
+                tracing::warn!(error = error.as_str(), name, "RuntimeClass cannot be read; leaving it out");
                 None
             }
         }
@@ -396,8 +396,8 @@ async fn watch_kueue_kind(client: kube::Client, cache: Arc<ClusterCache>, kind: 
             Ok(decoded) => decoded,
             Err(error) => {
                 // The object is a user's, and the error may quote it.
-                let error = crate::vocabulary::caller_text::CallerText::error(error);
-                tracing::warn!(kind, %error, "skipping an object the rules cannot read");
+                let error = crate::vocabulary::caller_text::CallerText::error(error).to_string();
+                tracing::warn!(kind, error = error.as_str(), "skipping an object the rules cannot read");
                 None
             }
         }

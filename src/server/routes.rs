@@ -143,9 +143,9 @@ async fn answer(
         Err(error) => {
             let label = ErrorLabels { webhook: webhook.as_str(), error: error.metric_label() };
             app.metrics.review_errors.get_or_create(&label).inc();
-            // Escaped and cut: the error may quote the caller's body.
-            let logged = crate::vocabulary::caller_text::CallerText::error(&error);
-            tracing::warn!(webhook = webhook.as_str(), error = %logged, "review failed");
+            // Escaped, cut and quoted: the error may quote the caller's body.
+            let logged = crate::vocabulary::caller_text::CallerText::error(&error).to_string();
+            tracing::warn!(webhook = webhook.as_str(), error = logged.as_str(), "review failed");
             error.into_response()
         }
     }

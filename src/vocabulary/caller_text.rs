@@ -14,34 +14,40 @@ pub const MOST_LOGGED_CHARS: usize = 256;
 pub const MOST_LOGGED_ERROR_CHARS: usize = 1024;
 
 /// A caller's value as a log field. Its `Display` writes control characters
-/// (C0, DEL, C1), the line and paragraph separators and the bidirectional
-/// overrides as escapes (`\n`, `\u{1b}`), a backslash as `\\` and a quote as
-/// `\"`, so a value can neither end the log line, drive a terminal, pass for
-/// an escape, nor close or fake a quoted field of the text format (whose
-/// own fields read `decision="allowed"`). Past its bound it is cut on a
+/// (C0, DEL, C1), the line and paragraph separators, the bidirectional
+/// overrides and every space as escapes (`\n`, `\u{1b}`, `\u{20}`), a
+/// backslash as `\\` and a quote as `\"`, so a value can neither end the log
+/// line, drive a terminal, pass for an escape, start another field of the
+/// text format (`alice name=x`), nor close or fake a quoted one (whose own
+/// fields read `decision="allowed"`). Past its bound it is cut on a
 /// character boundary, saying so with its whole length:
 /// `aaaa…(cut, 1153433 bytes)`.
 #[derive(Debug, Clone, Copy)]
 pub struct CallerText<T> {
     value: T,
     most_chars: usize,
+    /// Whether spaces are escaped too: a value's are; an error's sentence
+    /// keeps them, logged as a quoted string instead (`.to_string().as_str()`:
+    /// the text format quotes and escapes a `&str` field).
+    escape_spaces: bool,
 }
 
 impl<T: Display> CallerText<T> {
     /// A value: a name, a user, a uid; cut past [`MOST_LOGGED_CHARS`].
     pub fn new(value: T) -> Self {
-        Self { value, most_chars: MOST_LOGGED_CHARS }
+        Self { value, most_chars: MOST_LOGGED_CHARS, escape_spaces: true }
     }
 
     /// An error's text; cut past [`MOST_LOGGED_ERROR_CHARS`].
     pub fn error(value: T) -> Self {
-        Self { value, most_chars: MOST_LOGGED_ERROR_CHARS }
+        Self { value, most_chars: MOST_LOGGED_ERROR_CHARS, escape_spaces: false }
     }
 }
 
 impl<T: Display> Display for CallerText<T> {
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut escaping = Escaping { out, most_chars: self.most_chars, chars: 0, bytes: 0 };
+        let mut escaping =
+            Escaping { out, most_chars: self.most_chars, escape_spaces: self.escape_spaces, chars: 0, bytes: 0 };
         write!(escaping, "{}", self.value)?;
         if escaping.chars > self.most_chars {
             write!(escaping.out, "…(cut, {} bytes)", escaping.bytes)?;
@@ -54,6 +60,7 @@ impl<T: Display> Display for CallerText<T> {
 struct Escaping<'a, 'f> {
     out: &'a mut fmt::Formatter<'f>,
     most_chars: usize,
+    escape_spaces: bool,
     /// Characters seen, up to one past `most_chars` (enough to know it was cut).
     chars: usize,
     /// Bytes seen, all of them: the length the cut reports.
@@ -76,6 +83,10 @@ impl Write for Escaping<'_, '_> {
                 '\t' => self.out.write_str("\\t")?,
                 '\\' => self.out.write_str("\\\\")?,
                 '"' => self.out.write_str("\\\"")?,
+                // The text format separates fields by spaces: `alice name=x` would add one.
+                _ if self.escape_spaces && character.is_whitespace() => {
+                    write!(self.out, "\\u{{{:x}}}", u32::from(character))?
+                }
                 _ if needs_escape(character) => write!(self.out, "\\u{{{:x}}}", u32::from(character))?,
                 _ => self.out.write_char(character)?,
             }
@@ -107,8 +118,10 @@ mod tests {
         assert_eq!(shown("a\u{2028}b\u{2029}c\u{85}d\u{9b}e\u{7f}"), "a\\u{2028}b\\u{2029}c\\u{85}d\\u{9b}e\\u{7f}");
         assert_eq!(shown("\u{202e}gpj.exe\0"), "\\u{202e}gpj.exe\\u{0}");
         assert_eq!(shown("a\\nb"), "a\\\\nb", "a literal backslash-n is not taken for a newline");
-        assert_eq!(shown("x decision=\"allowed\""), "x decision=\\\"allowed\\\"", "nor a quote for a field's");
-        assert_eq!(shown("ünïcode ✓"), "ünïcode ✓", "printable text stays as it is");
+        assert_eq!(shown("x decision=\"allowed\""), "x\\u{20}decision=\\\"allowed\\\"", "nor a quote for a field's");
+        assert_eq!(shown("alice name=evil"), "alice\\u{20}name=evil", "nor a space for the next field");
+        assert_eq!(shown("a\u{a0}b\u{3000}c"), "a\\u{a0}b\\u{3000}c", "nor any other space");
+        assert_eq!(shown("ünïcode✓"), "ünïcode✓", "printable text stays as it is");
         let forged = "x\n2026-01-01T00:00:00Z  INFO review uid=forged decision=allowed";
         assert!(!shown(forged).contains('\n'));
     }
