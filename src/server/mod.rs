@@ -208,7 +208,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
         metrics: metrics.clone(),
         limits,
         body_budget,
-        deciders: routes::Deciders::per_core(),
+        deciders: routes::Deciders::half_the_cores(),
         noop: args.noop,
         shutdown: shutdown.clone(),
     });

@@ -71,9 +71,10 @@ pub const SMALL_BODY_BYTES: usize = 64 * 1024;
 /// EvalHub review. Larger ones are decided off the workers.
 pub const INLINE_DECISION_BYTES: usize = 16 * 1024;
 
-/// The reviews decided at once off the async workers, one per core: more
-/// would only share the cores, and a review waits for one (within its
-/// deadline) rather than stall the connections the workers serve.
+/// The reviews decided at once off the async workers: half the cores, at
+/// least one, so that large reviews, however many arrive, leave the async
+/// workers (which read every body and decide the small ones) cores of their
+/// own. A review waits for a decider within its deadline.
 #[derive(Debug, Clone)]
 pub struct Deciders(Arc<tokio::sync::Semaphore>);
 
@@ -82,9 +83,9 @@ impl Deciders {
         Self(Arc::new(tokio::sync::Semaphore::new(count.max(1))))
     }
 
-    /// One per core the process may use.
-    pub fn per_core() -> Self {
-        Self::new(std::thread::available_parallelism().map_or(1, usize::from))
+    /// Half the cores the process may use, at least one.
+    pub fn half_the_cores() -> Self {
+        Self::new(std::thread::available_parallelism().map_or(1, usize::from) / 2)
     }
 }
 

@@ -5,6 +5,9 @@
 //! Real evaluations are far below every cap (an EvalHub Job has 2 containers;
 //! an AIPerf JobSet 2 replicated jobs; Kueue's Workload holds at most 18 pod
 //! sets), so a workload over one is refused unreviewed, with the cap named.
+//! At the caps, the costliest review measured (every container at the
+//! containers cap asking for the resources cap, denied) takes about 15 ms
+//! (BENCHMARKS.md, section 3c).
 
 use std::fmt;
 
@@ -15,9 +18,9 @@ use super::{PodSpec, ResourceList, Tolerant, TolerantList, Workload, WorkloadKin
 /// Replicated jobs in a JobSet.
 pub const MOST_REPLICATED_JOBS: usize = 64;
 /// Containers and init containers of one pod template, together.
-pub const MOST_CONTAINERS: usize = 256;
+pub const MOST_CONTAINERS: usize = 128;
 /// Resource names in one list (a container's requests or limits, the pod's, its overhead).
-pub const MOST_RESOURCES: usize = 64;
+pub const MOST_RESOURCES: usize = 32;
 /// Tolerations of one pod template.
 pub const MOST_TOLERATIONS: usize = 256;
 /// Node selector entries, required node affinity terms, their expressions and
