@@ -15,7 +15,7 @@ pub fn check_size(subject: Subject<'_>, old: Option<&Workload>) -> Result<(), De
         Reason::TooLargeToReview,
         format!(
             "{subject} was not reviewed: {which}{over}. To fix: split the work into more pods or workloads, each \
-             within the caps (README, \"Bounds on a review\")."
+             within that cap."
         ),
     ))
 }
