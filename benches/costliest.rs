@@ -84,8 +84,9 @@ const SHAPES: &[Shape] = &[
         build: |n, cpu| {
             job(
                 |pod| {
+                    // `n` names in each list, cpu among them.
                     let list: Map<String, Value> =
-                        named(n, |i| (format!("example.com/r{i}"), json!("1"))).into_iter().collect();
+                        named(n - 1, |i| (format!("example.com/r{i}"), json!("1"))).into_iter().collect();
                     let mut first = pod["containers"][0].clone();
                     first["resources"] = json!({"requests": list, "limits": list});
                     first["resources"]["requests"]["cpu"] = json!(cpu);

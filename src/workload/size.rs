@@ -6,7 +6,7 @@
 //! an AIPerf JobSet 2 replicated jobs; Kueue's Workload holds at most 18 pod
 //! sets), so a workload over one is refused unreviewed, with the cap named.
 //! At the caps, the costliest review measured (every container at the
-//! containers cap asking for the resources cap, denied) takes about 15 ms
+//! containers cap asking for the resources cap, denied) takes about 12 ms
 //! (BENCHMARKS.md, section 3c).
 
 use std::fmt;
