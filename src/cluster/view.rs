@@ -206,6 +206,7 @@ impl<V: ClusterView + ?Sized> Surroundings for InNamespace<'_, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::priorities::ClassKind;
     use crate::cluster::state_file;
 
     #[test]
@@ -224,5 +225,104 @@ mod tests {
         assert!(base.request_floor("q").is_some_and(|floor| floor.contains_key("memory")));
         assert_eq!(overlay.request_floor("q"), base.request_floor("q"));
         assert!(overlay.selects_a_managed_namespace("q"));
+    }
+
+    /// The names an iterator of (name, value) lookups yields, in its order.
+    fn names<'a, T>(entries: Box<dyn Iterator<Item = (&'a str, T)> + 'a>) -> Vec<&'a str> {
+        entries.map(|(name, _)| name).collect()
+    }
+
+    /// Both found, and the very object the view beneath holds.
+    fn same<T>(overlay: Option<&T>, base: Option<&T>) -> bool {
+        matches!((overlay, base), (Some(overlay), Some(base)) if std::ptr::eq(overlay, base))
+    }
+
+    #[test]
+    fn the_priority_class_overlay_passes_every_other_lookup_through() {
+        // q lends 4 cpu to borrower in cohort co and reclaims Any; held admits nothing.
+        let queue = |name: &str, cpu: u32, spec: &str| {
+            format!(
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec:\n{spec}  \
+                 resourceGroups: [{{coveredResources: [cpu, memory], flavors: [{{name: f, resources: [{{name: cpu, nominalQuota: \
+                 {cpu}}}, {{name: memory, nominalQuota: 8Gi}}]}}]}}]\n"
+            )
+        };
+        let documents = [
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {kubernetes.io/metadata.name: a}}\n".to_string(),
+            "apiVersion: v1\nkind: LimitRange\nmetadata: {name: l, namespace: a}\n\
+             spec: {limits: [{type: Container, min: {memory: 1Gi}, default: {memory: 1Gi}}]}\n"
+                .to_string(),
+            "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: kata}\nhandler: kata\noverhead: {podFixed: {cpu: 1}}\n"
+                .to_string(),
+            "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js, namespace: a, uid: uid-1}\n".to_string(),
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f}\n".to_string(),
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata: {name: ac}\nspec: {controllerName: example.com/c}\n\
+             status: {conditions: [{type: Active, status: \"True\", reason: Ok, message: \"\", lastTransitionTime: \"2026-01-01T00:00:00Z\"}]}\n"
+                .to_string(),
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: wpc}\nvalue: 5\n".to_string(),
+            "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: pc}\nvalue: 3\n".to_string(),
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: co}\n".to_string(),
+            queue("q", 4, "  cohortName: co\n  namespaceSelector: {}\n  preemption: {reclaimWithinCohort: Any}\n"),
+            queue("borrower", 0, "  cohortName: co\n  namespaceSelector: {}\n"),
+            queue("held", 4, "  namespaceSelector: {matchLabels: {team: nobody}}\n  stopPolicy: Hold\n"),
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: lq, namespace: a}\nspec: {clusterQueue: q}\n"
+                .to_string(),
+        ];
+        let base = state_file::parse(documents.join("---\n").as_bytes()).unwrap();
+        let class = PriorityClass { value: 7, global_default: false };
+        let overlay = WithPriorityClass { view: &base, name: "added", class };
+
+        assert!(overlay.kueue_installed());
+        let bare = state_file::parse(b"apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n").unwrap();
+        assert!(!WithPriorityClass { view: &bare, name: "added", class }.kueue_installed());
+        let owner = OwnerKey {
+            api_group: "jobset.x-k8s.io".into(),
+            kind: "JobSet".into(),
+            namespace: "a".into(),
+            name: "js".into(),
+        };
+        assert_eq!(overlay.owner_uid(&owner), Some("uid-1"));
+
+        assert!(same(overlay.namespace("a"), base.namespace("a")));
+        assert!(same(overlay.local_queue("a", "lq"), base.local_queue("a", "lq")));
+        assert_eq!(names(overlay.local_queues("a")), ["lq"]);
+        assert!(same(overlay.cluster_queue("q"), base.cluster_queue("q")));
+        assert_eq!(names(overlay.cluster_queues()), ["borrower", "held", "q"]);
+        assert!(same(overlay.cohort("co"), base.cohort("co")));
+        assert_eq!(names(overlay.cohorts()), ["co"]);
+        assert!(same(overlay.resource_flavor("f"), base.resource_flavor("f")));
+        assert_eq!((overlay.admission_check("ac"), overlay.admission_check("none")), (Some(true), None));
+
+        assert_eq!((overlay.workload_priority_class("wpc"), overlay.workload_priority_class("added")), (Some(5), None));
+        assert_eq!(overlay.workload_priority_classes().collect::<Vec<_>>(), [("wpc", 5)]);
+        let mut classes: Vec<(&str, i32)> = overlay.priority_classes().map(|(name, c)| (name, c.value)).collect();
+        let mut expected: Vec<(&str, i32)> = base.priority_classes().map(|(name, c)| (name, c.value)).collect();
+        assert!(expected.contains(&("pc", 3)), "{expected:?}");
+        expected.push(("added", 7));
+        classes.sort();
+        expected.sort();
+        assert_eq!(classes, expected, "the view's classes and the one added");
+        let nameable = overlay.nameable_priorities();
+        assert_eq!(nameable.len(), base.nameable_priorities().len() + 1);
+        assert_eq!(nameable[0], PriorityClassRef { kind: ClassKind::PriorityClass, name: "added".into(), value: 7 });
+        assert!(base.nameable_priorities().iter().all(|class| nameable.contains(class)), "{nameable:?}");
+
+        assert!(std::ptr::eq(overlay.kueue_config(), base.kueue_config()));
+        assert!(same(overlay.limit_summary("a"), base.limit_summary("a")));
+        assert!(same(overlay.runtime_overhead("kata"), base.runtime_overhead("kata")));
+        assert!(same(overlay.request_floor("q"), base.request_floor("q")));
+        assert_eq!(
+            (overlay.selects_a_managed_namespace("q"), overlay.selects_a_managed_namespace("held")),
+            (true, false)
+        );
+        assert_eq!((overlay.accepts_workloads("q"), overlay.accepts_workloads("held")), (true, false));
+
+        assert_eq!(overlay.potential_available("borrower", "f", "cpu"), 4000, "all of it borrowed from q");
+        assert_eq!(overlay.cohort_root("borrower"), Some("co"));
+        assert!(std::ptr::eq(overlay.cohort_tree(), base.cohort_tree()));
+        assert_eq!(overlay.subtree_quota("co", "f", "cpu"), Some(4000));
+        let reclaimers = overlay.reclaimers("borrower", "f", "cpu");
+        assert_eq!(reclaimers.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["q"]);
+        assert_eq!(reclaimers, base.reclaimers("borrower", "f", "cpu"));
     }
 }

@@ -771,34 +771,43 @@ mod tests {
         assert_eq!(usage[&("default-flavor".to_string(), "cpu".to_string())], 30_000);
     }
 
-    #[test]
-    fn a_failed_cycle_resumes_each_scan_after_the_flavor_it_stopped_at() {
-        // Pod set 'a' fits the small flavor first; 'b' may only use it, and then
-        // no longer fits. Kueue's next cycle moves 'a' on to the big flavor.
-        let state = state_with(&[
+    /// A ClusterQueue of one resource group with two flavors, `small` (2 cpu)
+    /// then `big` (8 cpu), each on nodes labelled with its pool; LocalQueue
+    /// `pools` in my-benchmarks feeds it.
+    fn two_pools() -> crate::cluster::ClusterState {
+        state_with(&[
             SEED_STATE,
             "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: small}\nspec: {nodeLabels: {pool: small}}\n",
             "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: big}\nspec: {nodeLabels: {pool: big}}\n",
             "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: two-pools}\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n\
              \x20 - {coveredResources: [cpu], flavors: [{name: small, resources: [{name: cpu, nominalQuota: 2}]}, {name: big, resources: [{name: cpu, nominalQuota: 8}]}]}\n",
             "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: pools, namespace: my-benchmarks}\nspec: {clusterQueue: two-pools}\n",
-        ]);
-        let pod = |selector: Option<&str>| {
-            let mut pod = testkit::workload::pod_spec("main", "busybox", Some(serde_json::json!({"cpu": "2"})), None);
-            if let Some(pool) = selector {
-                pod["nodeSelector"] = serde_json::json!({"pool": pool});
-            }
-            serde_json::json!({"template": {"spec": pod}})
-        };
-        let jobset = |b_pool: &str| {
-            let value = testkit::JobSetBuilder::aiperf("my-benchmarks")
-                .queue("pools")
-                .replicated_job("a", 1, pod(None))
-                .replicated_job("b", 1, pod(Some(b_pool)))
-                .build();
-            serde_json::from_value::<crate::workload::Workload>(value).unwrap()
-        };
-        let admitted = jobset("small");
+        ])
+    }
+
+    /// A JobSet for LocalQueue `pools`: one replicated job of one 2-cpu pod
+    /// per (name, pool its nodeSelector asks for).
+    fn pools_jobset(replicated: &[(&str, Option<&str>)]) -> crate::workload::Workload {
+        let builder = replicated.iter().fold(
+            testkit::JobSetBuilder::aiperf("my-benchmarks").queue("pools"),
+            |builder, (name, pool)| {
+                let mut pod =
+                    testkit::workload::pod_spec("main", "busybox", Some(serde_json::json!({"cpu": "2"})), None);
+                if let Some(pool) = pool {
+                    pod["nodeSelector"] = serde_json::json!({"pool": pool});
+                }
+                builder.replicated_job(name, 1, serde_json::json!({"template": {"spec": pod}}))
+            },
+        );
+        serde_json::from_value(builder.build()).unwrap()
+    }
+
+    #[test]
+    fn a_failed_cycle_resumes_each_scan_after_the_flavor_it_stopped_at() {
+        // Pod set 'a' fits the small flavor first; 'b' may only use it, and then
+        // no longer fits. Kueue's next cycle moves 'a' on to the big flavor.
+        let state = two_pools();
+        let admitted = pools_jobset(&[("a", None), ("b", Some("small"))]);
         let subject = jobset_subject(&admitted);
         let usage = super::check(&state, subject, "pools", &admitted.pod_sets(subject.kind).unwrap()).unwrap();
         assert_eq!(usage[&("big".to_string(), "cpu".to_string())], 2000, "'a' moved on to big");
@@ -806,21 +815,34 @@ mod tests {
         // A scan that ended on its group's last flavor starts from the first in
         // the next cycle: 'a' must be on big, 'b' takes small first and leaves
         // no room for 'c', which must be on small; the next cycle moves 'b' on.
-        let three = testkit::JobSetBuilder::aiperf("my-benchmarks")
-            .queue("pools")
-            .replicated_job("a", 1, pod(Some("big")))
-            .replicated_job("b", 1, pod(None))
-            .replicated_job("c", 1, pod(Some("small")))
-            .build();
-        let three = serde_json::from_value::<crate::workload::Workload>(three).unwrap();
+        let three = pools_jobset(&[("a", Some("big")), ("b", None), ("c", Some("small"))]);
         let subject = jobset_subject(&three);
         let usage = super::check(&state, subject, "pools", &three.pod_sets(subject.kind).unwrap()).unwrap();
         assert_eq!(usage[&("big".to_string(), "cpu".to_string())], 4000, "'a' and 'b' on big");
         assert_eq!(usage[&("small".to_string(), "cpu".to_string())], 2000, "'c' on small");
         // No order of scans places 'b' on a pool no flavor is.
-        let never = jobset("medium");
+        let never = pools_jobset(&[("a", None), ("b", Some("medium"))]);
         let subject = jobset_subject(&never);
         let refused = super::check(&state, subject, "pools", &never.pod_sets(subject.kind).unwrap()).unwrap_err();
         assert_eq!(refused.reason, Reason::NoMatchingFlavor, "{}", refused.cause);
+    }
+
+    #[test]
+    fn scans_that_come_back_to_where_they_stopped_end_with_the_first_cycles_cause() {
+        // 'c' fits no pool, so every cycle fails. 'a' and 'b' take turns on
+        // small: cycle 1 stops 'a' at small ('b' on big), cycle 2 moves 'a' to
+        // big and stops 'b' at small, cycle 3 stops 'a' at small again. Kueue
+        // leaves the workload pending there rather than cycling for ever.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let jobset = pools_jobset(&[("a", None), ("b", None), ("c", Some("medium"))]);
+            let subject = jobset_subject(&jobset);
+            let verdict = super::check(&two_pools(), subject, "pools", &jobset.pod_sets(subject.kind).unwrap());
+            sender.send(verdict.map_err(|refused| (refused.reason, refused.cause))).unwrap();
+        });
+        let verdict = receiver.recv_timeout(std::time::Duration::from_secs(30)).expect("the scans end");
+        let (reason, cause) = verdict.unwrap_err();
+        assert_eq!(reason, Reason::NoMatchingFlavor, "{cause}");
+        assert!(cause.contains("pod set 'c' fits no flavor that could give it cpu"), "{cause}");
     }
 }

@@ -775,4 +775,32 @@ mod tests {
         state.remove("LimitRange", "r1", "limits");
         assert_eq!(verdict(&state), Err(Reason::Preemptible));
     }
+
+    #[test]
+    fn the_classes_checked_for_a_labelled_job_are_only_those_kueue_would_read() {
+        // Sixteen PriorityClasses rank with 'top' and sort before it by name. The
+        // label wins over a pod's class, so none of them would change the labelled
+        // job's priority: they are not among the classes checked, and 'top' is.
+        let mut documents = vec![
+            crate::rules::fixtures::SEED_STATE.to_string(),
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: top}\nvalue: 2000001000\n"
+                .to_string(),
+        ];
+        documents.extend((0..MOST_CLASSES_CHECKED).map(|n| {
+            format!("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: pc-{n:02}}}\nvalue: 2000001000\n")
+        }));
+        let state = state_with(&documents.iter().map(String::as_str).collect::<Vec<_>>());
+        let job =
+            evalhub_job_with("team-a-namespace", Some("shared-queue"), &[("kueue.x-k8s.io/priority-class", "routine")]);
+        let denial = crate::rules::check_queued(&state, job_subject(&job)).unwrap_err();
+        assert_eq!(denial.reason, Reason::Preemptible, "{}", denial.message);
+        assert!(
+            denial.message.contains(
+                "To fix: use a priority nothing outranks (label kueue.x-k8s.io/priority-class: top (2000001000)); or"
+            ),
+            "{}",
+            denial.message
+        );
+        assert_eq!(denial.ways_out.first(), Some(&WayOut::WorkloadPriorityClass(Some("top".into()))));
+    }
 }
