@@ -24,6 +24,7 @@ use super::priority::{self, ClassKind, PriorityClassRef};
 use super::verdict::{Denial, Explain, Subject, WayOut};
 use crate::cluster::priorities;
 use crate::cluster::quota::{Usage, fits_below_root, nominal};
+use crate::cluster::reclaim::WhileBorrowing;
 use crate::cluster::{ClusterQueue, ClusterView, ReclaimWithinCohort, WithinClusterQueue};
 use crate::vocabulary::kueue::PRIORITY_CLASS_LABEL;
 use crate::vocabulary::own_names::CHECKPOINTING_ANNOTATION;
@@ -38,7 +39,11 @@ const JOB_POD_TEMPLATE: &str = "spec.template";
 pub enum Exposure {
     /// The ClusterQueue preempts within itself.
     WithinClusterQueue { policy: WithinClusterQueue, by: Option<PriorityClassRef>, flavor: String, resource: String },
-    /// The workload can borrow, and another ClusterQueue of its cohort tree reclaims.
+    /// The workload can borrow, and another ClusterQueue of its cohort tree
+    /// reclaims. `by` is the class that outranks it when that is what lets
+    /// the reclaimer in (`LowerPriority`, or `Any` reached only while the
+    /// reclaimer borrows, up to its borrowWithinCohort threshold); `None` when
+    /// any priority is reclaimed from.
     Reclaim {
         reclaimer: String,
         policy: ReclaimWithinCohort,
@@ -53,7 +58,7 @@ impl Exposure {
     pub fn depends_on_priority(&self) -> bool {
         match self {
             Self::WithinClusterQueue { policy, .. } => *policy == WithinClusterQueue::LowerPriority,
-            Self::Reclaim { policy, .. } => *policy == ReclaimWithinCohort::LowerPriority,
+            Self::Reclaim { by, .. } => by.is_some(),
         }
     }
 
@@ -78,11 +83,19 @@ impl Exposure {
                 policy.as_str(),
                 by(outranking)
             ),
-            Self::Reclaim { reclaimer, policy: ReclaimWithinCohort::Any, flavor, resource, .. } => format!(
+            Self::Reclaim { reclaimer, policy: ReclaimWithinCohort::Any, by: None, flavor, resource } => format!(
                 "ClusterQueue '{cluster_queue}' can borrow {resource} in flavor {flavor} from its cohort, where \
                  ClusterQueue '{reclaimer}' has preemption.reclaimWithinCohort Any, so it can reclaim that quota from a \
                  workload of any priority"
             ),
+            Self::Reclaim { reclaimer, policy: ReclaimWithinCohort::Any, by: Some(outranking), flavor, resource } => {
+                format!(
+                    "ClusterQueue '{cluster_queue}' can borrow {resource} in flavor {flavor} from its cohort, where \
+                     ClusterQueue '{reclaimer}' has preemption.reclaimWithinCohort Any and reclaims only while it \
+                     borrows itself, which borrowWithinCohort allows against lower priorities: its priority is \
+                     {priority}, and {outranking} outranks it"
+                )
+            }
             Self::Reclaim { reclaimer, policy, by: outranking, flavor, resource } => format!(
                 "ClusterQueue '{cluster_queue}' can borrow {resource} in flavor {flavor} from its cohort, where \
                  ClusterQueue '{reclaimer}' has preemption.reclaimWithinCohort {}, its priority is {priority}, and {} \
@@ -183,15 +196,23 @@ fn reclaim(
     let above = outranking(view, priority);
     for (flavor, resource, _) in held {
         for reclaimer in view.reclaimers(cq_name, flavor, resource).iter() {
+            let while_borrowing = reclaimer.while_borrowing.applies(priority, above.is_some());
             let by = match reclaimer.policy {
                 ReclaimWithinCohort::Never => continue,
-                ReclaimWithinCohort::Any => None,
+                // Any priority, unless it reaches the workload only while borrowing
+                // up to a threshold: then a priority above that is safe.
+                ReclaimWithinCohort::Any
+                    if reclaimer.reclaims_otherwise || reclaimer.while_borrowing == WhileBorrowing::Always =>
+                {
+                    None
+                }
+                ReclaimWithinCohort::Any => above.clone(),
                 ReclaimWithinCohort::LowerPriority => match &above {
                     Some(class) => Some(class.clone()),
                     None => continue,
                 },
             };
-            if reclaimer.reclaims(reclaimer.while_borrowing.applies(priority, above.is_some())) {
+            if reclaimer.reclaims(while_borrowing) {
                 return Some(Exposure::Reclaim {
                     reclaimer: reclaimer.name.clone(),
                     policy: reclaimer.policy,
@@ -546,6 +567,40 @@ mod tests {
         assert_eq!(crate::rules::check_queued(&seed, job_subject(&job)).unwrap_err().reason, Reason::Preemptible);
         let state = state_with(&[crate::rules::fixtures::SEED_STATE, held]);
         assert!(crate::rules::check_queued(&state, job_subject(&job)).is_ok());
+    }
+
+    /// A reclaimer with `reclaimWithinCohort: Any` that always borrows (its
+    /// namespace's LimitRange forces more memory than its quota) reaches a
+    /// workload only as borrowWithinCohort allows: up to its threshold. So
+    /// the denial says so and offers a priority above it, which passes.
+    #[test]
+    fn an_any_reclaimer_that_reaches_only_while_borrowing_spares_priorities_above_its_threshold() {
+        let reclaimer = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: research-cq}\nspec:\n  \
+            namespaceSelector: {matchLabels: {team: research}}\n  cohortName: gpu-root\n  \
+            preemption: {reclaimWithinCohort: Any, borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}}\n  \
+            resourceGroups: [{coveredResources: [cpu, memory, nvidia.com/gpu], flavors: [{name: default-flavor, \
+            resources: [{name: cpu, nominalQuota: 64}, {name: memory, nominalQuota: 256Gi}, \
+            {name: nvidia.com/gpu, nominalQuota: 8}]}]}]\n";
+        let namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: r1, labels: {team: research}}\n";
+        let forced = "apiVersion: v1\nkind: LimitRange\nmetadata: {name: limits, namespace: r1}\nspec:\n  \
+            limits: [{type: Container, min: {memory: 300Gi}, defaultRequest: {memory: 300Gi}}]\n";
+        let state = state_with(&[crate::rules::fixtures::SEED_STATE, reclaimer, namespace, forced]);
+        let unlabelled = evalhub_job("my-benchmarks", Some("shared-gpu-queue"));
+        let denial = crate::rules::check_queued(&state, job_subject(&unlabelled)).unwrap_err();
+        assert_eq!(denial.reason, Reason::Preemptible, "{}", denial.message);
+        assert!(
+            denial.message.contains("reclaimWithinCohort Any and reclaims only while it borrows itself"),
+            "{}",
+            denial.message
+        );
+        assert!(!denial.message.contains("any priority"), "{}", denial.message);
+        assert!(denial.message.contains("routine (500)"), "a priority above the threshold offered: {}", denial.message);
+        let routine = evalhub_job_with(
+            "my-benchmarks",
+            Some("shared-gpu-queue"),
+            &[(crate::vocabulary::kueue::PRIORITY_CLASS_LABEL, "routine")],
+        );
+        assert!(crate::rules::check_queued(&state, job_subject(&routine)).is_ok());
     }
 
     #[test]
