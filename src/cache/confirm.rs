@@ -79,8 +79,11 @@ impl ConfirmGate {
     }
 
     fn take(&self) -> bool {
+        self.take_at(Instant::now())
+    }
+
+    fn take_at(&self, now: Instant) -> bool {
         let mut ration = self.ration.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
         let earned = now.duration_since(ration.refilled).as_secs_f64() * CONFIRMS_PER_SECOND;
         ration.tokens = (ration.tokens + earned).min(CONFIRMS_PER_SECOND);
         ration.refilled = now;
@@ -113,6 +116,27 @@ impl Drop for Leave<'_> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The burst, exactly, then one lookup per 1/20 s earned.
+    #[test]
+    fn the_ration_is_a_burst_then_a_steady_rate() {
+        let gate = ConfirmGate::default();
+        let start = gate.ration.lock().unwrap().refilled;
+        let burst = (0..100).filter(|_| gate.take_at(start)).count();
+        assert_eq!(burst, CONFIRMS_PER_SECOND as usize);
+        let later = start + std::time::Duration::from_millis(100);
+        let earned = (0..100).filter(|_| gate.take_at(later)).count();
+        assert_eq!(earned, 2, "0.1 s at 20 a second");
+        let much_later = later + std::time::Duration::from_secs(60);
+        assert_eq!((0..100).filter(|_| gate.take_at(much_later)).count(), burst, "never more than the burst");
+    }
+
+    /// The metric's label values, as the README documents them.
+    #[test]
+    fn each_answer_has_its_label() {
+        let labels = [Confirmation::Found, Confirmation::Absent, Confirmation::Throttled].map(Confirmation::label);
+        assert_eq!(labels, ["found", "absent", "throttled"]);
+    }
 
     #[tokio::test]
     async fn concurrent_confirms_of_one_object_share_a_lookup() {
