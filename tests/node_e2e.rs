@@ -445,13 +445,18 @@ async fn losing_a_replica_loses_only_the_calls_already_routed_to_it() {
         let since = failure.at.saturating_duration_since(killed_at);
         assert!(to_the_dead && while_down, "{since:?} after the kill of {killed_ip}: {}", failure.error);
     }
+    // What makes the address-less closed-idle error the dead replica's: no
+    // live one closed a connection for a new one.
+    let evicted =
+        read_counter_sum(&env.plane, "eval_admission_connections_evicted_total{listener=\"webhook\"}").unwrap();
+    assert_eq!(evicted, 0, "a replica evicted connections");
 }
 
-/// eval-admission's serving-certificate reloads, summed over its serving
-/// pods (their admin port, on the pod network this test runs beside); an
-/// error unless all [`REPLICAS`] serve and answer, so a sum never leaves one
-/// out. A read, to be retried inside a poll.
-fn certificate_reloads(plane: &ControlPlane) -> Result<u64> {
+/// A counter of eval-admission's (`series`: its name and labels as exported),
+/// summed over its serving pods (their admin port, on the pod network this
+/// test runs beside); an error unless all [`REPLICAS`] serve and answer, so a
+/// sum never leaves one out. A read, to be retried inside a poll.
+fn counter_sum(plane: &ControlPlane, series: &str) -> Result<u64> {
     let pods = eval_admission_pods(plane)?;
     let names: Vec<&str> = pods.iter().map(|pod| pod.name.as_str()).collect();
     ensure!(pods.len() == REPLICAS, "{} of {REPLICAS} replicas serve: {names:?}", pods.len());
@@ -460,23 +465,30 @@ fn certificate_reloads(plane: &ControlPlane) -> Result<u64> {
         let metrics = http_body(&pod.ip, 8080, "/metrics")?;
         total += metrics
             .lines()
-            .find_map(|line| line.strip_prefix("eval_admission_tls_certificate_reloads_total "))
-            .with_context(|| format!("no reload counter in {}'s metrics", pod.name))?
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+            .with_context(|| format!("no {series} in {}'s metrics", pod.name))?
             .trim()
             .parse::<u64>()?;
     }
     Ok(total)
 }
 
-/// [`certificate_reloads`], retried until both replicas answer.
-fn read_certificate_reloads(plane: &ControlPlane) -> Result<u64> {
+/// [`counter_sum`], retried until both replicas answer.
+fn read_counter_sum(plane: &ControlPlane, series: &str) -> Result<u64> {
     poll_retrying(
-        "the serving replicas' certificate reload counters",
+        &format!("the serving replicas' {series}"),
         Duration::from_secs(60),
         Duration::from_millis(500),
         || Ok(()),
-        || certificate_reloads(plane),
+        || counter_sum(plane, series),
     )
+}
+
+/// The serving-certificate reloads' counter.
+const RELOADS: &str = "eval_admission_tls_certificate_reloads_total";
+
+fn read_certificate_reloads(plane: &ControlPlane) -> Result<u64> {
+    read_counter_sum(plane, RELOADS)
 }
 
 /// The default install (`kubectl apply -k manifests/`, cert-manager's) over
@@ -539,7 +551,7 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
         // Both replicas have loaded a renewed pair, and once more.
         let plane = &environment().plane;
         let renewed = || {
-            let now = certificate_reloads(plane)?;
+            let now = counter_sum(plane, RELOADS)?;
             ensure!(now >= before + 4, "{now} reloads, {before} before the renewals began");
             Ok(())
         };
