@@ -239,6 +239,23 @@ mod tests {
         wait_for_writes(&written, 2);
     }
 
+    /// A cut line counts with its note against the batch: two 60-byte cut
+    /// lines do not fit a 100-byte batch (held for the window), and the second is dropped.
+    #[test]
+    fn a_cut_line_counts_whole_against_the_batch() {
+        let (out, written, release) = recorder();
+        drop(release); // never blocks
+        let (writer, flush) = spawn(out, 100, 60, Duration::from_secs(60)).unwrap();
+        for _ in 0..2 {
+            writer.make_writer().write_all(&[b'x'; 200]).unwrap();
+        }
+        let held = writer.shared.batch().len();
+        assert!((1..=60).contains(&held), "one cut line held, {held} bytes");
+        assert_eq!(writer.dropped_lines().get(), 1);
+        drop(flush);
+        drop(written);
+    }
+
     #[test]
     fn a_stalled_reader_costs_lines_not_memory_and_they_are_counted() {
         let (out, written, release) = recorder();
