@@ -231,3 +231,19 @@ impl fmt::Display for Reason {
         f.write_str(self.as_str())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A broken rule is 403; a workload refused unreviewed, the request itself wrong, 400.
+    #[test]
+    fn a_refusal_carries_the_status_of_its_kind() {
+        assert_eq!(Reason::TooLargeToReview.refusal_status(), (400, "BadRequest"));
+        for reason in Reason::ALL.into_iter().filter(|reason| reason.is_denial()) {
+            assert_eq!(reason.refusal_status(), (403, "Forbidden"), "{}", reason.as_str());
+        }
+        assert!(!Reason::TooLargeToReview.is_denial(), "no enforcement applies to it: not a rule's");
+        assert_eq!(Reason::TooLargeToReview.default_enforcement(), None, "nor can the config name it");
+    }
+}
