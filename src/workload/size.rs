@@ -186,6 +186,24 @@ mod tests {
             over(json!({"tolerations": vec![json!({}); MOST_TOLERATIONS + 1]})),
             Some(("tolerations", MOST_TOLERATIONS + 1))
         );
+        // A term, its expression and the expression's values, each counted.
+        let affinity = |values: usize| {
+            json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "k", "operator": "In", "values": vec!["v"; values]}]}
+            ]}}}})
+        };
+        assert_eq!(over(affinity(MOST_PLACEMENT_ENTRIES - 2)), None);
+        assert_eq!(
+            over(affinity(MOST_PLACEMENT_ENTRIES - 1)),
+            Some(("node selector and node affinity entries", MOST_PLACEMENT_ENTRIES + 1))
+        );
+        let pod_requests: serde_json::Map<String, Value> =
+            (0..=MOST_RESOURCES).map(|i| (format!("r{i}"), json!("1"))).collect();
+        assert_eq!(
+            over(json!({"resources": {"requests": pod_requests}})),
+            Some(("resources in one list", MOST_RESOURCES + 1)),
+            "the pod's own resources"
+        );
         let selector: serde_json::Map<String, Value> =
             (0..=MOST_PLACEMENT_ENTRIES).map(|i| (format!("k{i}"), json!("v"))).collect();
         assert_eq!(
