@@ -248,7 +248,7 @@ impl admission::Lookups for Live<'_> {
 
     /// A large body's review on a worker handed off to the blocking pool
     /// (`block_in_place`: the runtime moves the worker's other tasks to a new
-    /// thread), one per core at most, waited for within the deadline.
+    /// thread), by at most [`Deciders`] at once, waited for within the deadline.
     async fn decide<R>(&self, work: impl FnOnce() -> R + Send) -> Result<R, ReviewError> {
         let multi_thread =
             tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
