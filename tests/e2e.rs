@@ -12,7 +12,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 use std::sync::RwLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use common::control_plane::{ControlPlane, Environment, EvalAdmission};
 use common::{BIN, repo};
@@ -77,11 +77,8 @@ fn local_queue(namespace: &str, name: &str, cluster_queue: &str) -> String {
     )
 }
 
-/// Names are unique: the tests share one environment, and namespaces never
-/// finish deleting without a controller manager.
 fn unique(prefix: &str) -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    format!("{prefix}-{:x}", nanos % 0xffff_ffff_ffff)
+    format!("{prefix}-{}", common::kueue_objects::unique())
 }
 
 /// The shipped EvalHub example moved to `namespace`, with extra labels and annotations.

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
@@ -12,10 +13,13 @@ use serde_json::{Value, json};
 use super::control_plane::Kubectl;
 
 /// Names are unique: the tests of a binary share one environment, and
-/// namespaces never finish deleting without a controller manager.
+/// namespaces never finish deleting without a controller manager. The clock
+/// keeps names apart across runs, the counter across tests that ask in the
+/// same tick (two did, on a busy machine).
 pub fn unique() -> String {
+    static TAKEN: AtomicU32 = AtomicU32::new(0);
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    format!("{:x}", nanos % 0xff_ffff_ffff)
+    format!("{:x}{:x}", nanos % 0xff_ffff_ffff, TAKEN.fetch_add(1, Ordering::Relaxed))
 }
 
 pub fn flavor(name: &str) -> Value {
