@@ -2,6 +2,12 @@
 //! mutating webhook, applies its patch, runs the validating webhook on the result,
 //! and prints both responses and the mutated object.
 
+mod audit;
+mod live;
+
+pub use audit::{AuditReport, Source, audit};
+pub use live::LiveCluster;
+
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -34,14 +40,57 @@ pub struct ReviewReport {
     pub allowed: bool,
 }
 
-pub fn review(cluster: &Path, config: Option<&Path>, request: &Path) -> Result<ReviewReport, Error> {
-    let config = Config::load(config)?;
-    let state = state_file::load(cluster, &config.kueue)?;
+/// What `review` answers: the admission chain on a request, or what the
+/// audit finds about a workload already stored (`job/NAME`).
+pub enum Reviewed {
+    Chain(ReviewReport),
+    Stored(AuditReport),
+}
+
+/// `eval-admission review`: `request` is a file (an AdmissionReview, or a Job
+/// or JobSet manifest to create), reviewed against the view of `source`; or
+/// `KIND/NAME` of a stored Job or JobSet (in `namespace`, else the
+/// kubeconfig's), audited as it is: why it waits, or what may preempt it.
+pub fn review(
+    source: Source<'_>,
+    config: Option<&Path>,
+    request: &str,
+    namespace: Option<&str>,
+) -> Result<Reviewed, Error> {
+    let stored = stored_reference(request).filter(|_| !Path::new(request).exists());
+    if let Some((kind, name)) = stored {
+        return audit::audit_stored(source, config, kind, name, namespace).map(Reviewed::Stored);
+    }
+    let config_path = config;
+    let config = Config::load(config_path)?;
+    let request = Path::new(request);
     // No AdmissionReview is larger.
     let most = admission::MOST_REVIEW_BYTES as u64;
     let bytes = crate::vocabulary::yaml::read_at_most("request file", request, most)?;
     let review = admission_review(&bytes).map_err(|e| Error::file("request file", request, e))?;
-    review_value(&config, &state, review)
+    match source {
+        Source::Files(paths) => {
+            let (state, _) = state_file::load_with_workloads(&paths, &config.kueue)?;
+            review_value(&config, &state, review).map(Reviewed::Chain)
+        }
+        Source::Live { kubeconfig } => live::block_on(async {
+            let cluster = live::LiveCluster::connect(kubeconfig, &config).await?;
+            let state = cluster.state();
+            review_value(&config, &state, review).map(Reviewed::Chain)
+        }),
+    }
+}
+
+/// `job/NAME`, `jobs/NAME`, `job.batch/NAME`, `jobset/NAME`, ... as kubectl
+/// names a stored object.
+fn stored_reference(request: &str) -> Option<(WorkloadKind, &str)> {
+    let (resource, name) = request.split_once('/')?;
+    let kind = match resource.to_ascii_lowercase().as_str() {
+        "job" | "jobs" | "job.batch" | "jobs.batch" => WorkloadKind::Job,
+        "jobset" | "jobsets" | "jobset.jobset.x-k8s.io" | "jobsets.jobset.x-k8s.io" => WorkloadKind::JobSet,
+        _ => return None,
+    };
+    (!name.is_empty() && !name.contains('/')).then_some((kind, name))
 }
 
 /// Runs the chain on an AdmissionReview value.

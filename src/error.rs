@@ -40,6 +40,9 @@ pub enum Error {
     Logging(#[source] std::io::Error),
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    /// The live cluster could not be read as a command needs it.
+    #[error("cluster: {0}")]
+    Cluster(String),
     #[error("writing {path}: {source}")]
     Write {
         path: std::path::PathBuf,

@@ -1,7 +1,9 @@
 //! Wiring only: parse the command line, run the command, map the result to an exit status.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use eval_admission::cli::{AuditReport, Reviewed, Source};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -18,14 +20,43 @@ enum Command {
     /// Review one request offline, as the API server's admission chain would.
     /// Exit status: 0 allowed, 1 denied, 2 unusable input.
     Review {
-        /// Cluster state: multi-document YAML of Namespaces, Kueue objects, PriorityClasses, CRDs.
+        /// Cluster state: multi-document YAML of Namespaces, Kueue objects, PriorityClasses, CRDs
+        /// (and, for KIND/NAME, the Jobs and JobSets); repeatable; without it, the live cluster.
+        #[arg(long, conflicts_with = "kubeconfig")]
+        cluster: Vec<PathBuf>,
+        /// The live cluster's kubeconfig; without it, kubectl's (`KUBECONFIG`, ~/.kube/config, in-cluster).
         #[arg(long)]
-        cluster: PathBuf,
+        kubeconfig: Option<PathBuf>,
+        /// The namespace of a KIND/NAME request; else the kubeconfig context's (`default` in a file).
+        #[arg(long, short = 'n')]
+        namespace: Option<String>,
         /// Policy configuration file (YAML); defaults apply without it.
         #[arg(long)]
         config: Option<PathBuf>,
-        /// An AdmissionReview (JSON or YAML) or a bare Job or JobSet manifest.
-        request: PathBuf,
+        /// How to print what a KIND/NAME request finds (a file's review prints JSON).
+        #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+        output: Output,
+        /// A file: an AdmissionReview (JSON or YAML) or a bare Job or JobSet manifest to create.
+        /// Or KIND/NAME (job/NAME, jobset/NAME) of a stored workload: why it waits, or what may preempt it.
+        request: String,
+    },
+    /// Report the evaluations already in a cluster that Kueue would now never
+    /// admit, could now preempt, or never saw, each with the message a create
+    /// would be refused with. Exit status: 0 nothing found, 1 found, 2 unusable input.
+    Audit {
+        /// A file of cluster state and workloads (`kubectl get` output, as the
+        /// review's cluster file plus Jobs and JobSets); repeatable; without it, the live cluster.
+        #[arg(long, conflicts_with = "kubeconfig")]
+        cluster: Vec<PathBuf>,
+        /// The live cluster's kubeconfig; without it, kubectl's (`KUBECONFIG`, ~/.kube/config, in-cluster).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Policy configuration file (YAML); defaults apply without it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// How to print the report.
+        #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+        output: Output,
     },
     /// Render the two webhook configurations from the policy config: which
     /// workloads reach the server (rules, matchConditions) and whose writes skip it.
@@ -41,15 +72,32 @@ enum Command {
     Serve(Box<eval_admission::server::ServeArgs>),
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Output {
+    Table,
+    Json,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Review { cluster, config, request } => {
-            match eval_admission::cli::review(&cluster, config.as_deref(), &request) {
-                Ok(report) => {
+        Command::Review { cluster, kubeconfig, namespace, config, output, request } => {
+            let source = source(&cluster, kubeconfig.as_deref());
+            match eval_admission::cli::review(source, config.as_deref(), &request, namespace.as_deref()) {
+                Ok(Reviewed::Chain(report)) => {
                     print_out(&format!("{}\n", serde_json::to_string_pretty(&report.output).unwrap_or_default()));
                     if report.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) }
                 }
+                Ok(Reviewed::Stored(report)) => print_audit(&report, output),
+                Err(error) => {
+                    eprintln!("eval-admission: {error}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Audit { cluster, kubeconfig, config, output } => {
+            match eval_admission::cli::audit(source(&cluster, kubeconfig.as_deref()), config.as_deref()) {
+                Ok(report) => print_audit(&report, output),
                 Err(error) => {
                     eprintln!("eval-admission: {error}");
                     ExitCode::from(2)
@@ -83,6 +131,22 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn source<'a>(cluster: &'a [PathBuf], kubeconfig: Option<&'a Path>) -> Source<'a> {
+    match cluster {
+        [] => Source::Live { kubeconfig },
+        paths => Source::Files(paths.iter().map(PathBuf::as_path).collect()),
+    }
+}
+
+/// Prints an audit's report; exit status 1 when it found anything.
+fn print_audit(report: &AuditReport, output: Output) -> ExitCode {
+    print_out(&match output {
+        Output::Table => report.table(),
+        Output::Json => report.json(),
+    });
+    if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
 /// Writes to stdout; a reader that went away (`review ... | head`) is not an

@@ -252,3 +252,83 @@ fn the_readme_quotes_each_denial_exactly() {
     }
     assert!(compared >= 14, "only {compared} examples in the rules table: the README's layout changed");
 }
+
+fn audit(args: &[&str]) -> Output {
+    Command::new(BIN).arg("audit").args(args).output().expect("runs the binary")
+}
+
+/// The shipped stored workloads: each comment's reason, and nothing for the
+/// rest; exit status 1 when anything is found, 0 when nothing is.
+#[test]
+fn the_audit_reports_the_stored_evaluations_as_their_comments_say() {
+    let (cluster, stored) = (examples("cluster.yaml"), examples("stored-workloads.yaml"));
+    let output = audit(&["--cluster", &cluster, "--cluster", &stored, "-o", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["workloads"], 6);
+    let found: Vec<(&str, &str, &str)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap(), f["stage"].as_str().unwrap(), f["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("eval-outside-kueue", "running", "bypasses-kueue"),
+            ("eval-running-preemptible", "running", "preemptible"),
+            ("eval-waiting-for-a-deleted-queue", "queued", "missing-local-queue"),
+        ]
+    );
+    // Each comment in the file says what is reported, by its reason in parentheses.
+    let text = std::fs::read_to_string(&stored).unwrap();
+    let commented: Vec<&str> =
+        text.lines().filter_map(|line| line.strip_prefix("# ")?.rsplit_once(" (")?.1.strip_suffix(").")).collect();
+    let mut reasons: Vec<&str> = found.iter().map(|(_, _, reason)| *reason).collect();
+    reasons.sort_unstable();
+    let mut commented = commented;
+    commented.sort_unstable();
+    assert_eq!(reasons, commented);
+
+    let table = String::from_utf8(audit(&["--cluster", &cluster, "--cluster", &stored]).stdout).unwrap();
+    assert!(table.starts_with("6 workloads audited, 3 found\nNAMESPACE "), "{table}");
+    assert!(
+        table.contains("    Job team-a-namespace/eval-waiting-for-a-deleted-queue names LocalQueue 'retired-queue'")
+    );
+
+    let clean = audit(&["--cluster", &cluster]);
+    assert_eq!(clean.status.code(), Some(0));
+    assert_eq!(String::from_utf8(clean.stdout).unwrap(), "0 workloads audited, 0 found\n");
+}
+
+/// `review KIND/NAME`: why one stored workload waits, from a file as from the cluster.
+#[test]
+fn review_of_a_stored_workload_says_why_it_waits() {
+    let (cluster, stored) = (examples("cluster.yaml"), examples("stored-workloads.yaml"));
+    let review = |name: &str, namespace: &str| {
+        Command::new(BIN)
+            .args(["review", "--cluster", &cluster, "--cluster", &stored, "-n", namespace, name])
+            .output()
+            .unwrap()
+    };
+    let waiting = review("job/eval-waiting-for-a-deleted-queue", "team-a-namespace");
+    assert_eq!(waiting.status.code(), Some(1));
+    let printed = String::from_utf8(waiting.stdout).unwrap();
+    let row: Vec<&str> = printed.lines().nth(2).unwrap().split_whitespace().collect();
+    assert_eq!(
+        row,
+        ["team-a-namespace", "Job", "eval-waiting-for-a-deleted-queue", "queued", "missing-local-queue", "Deny"]
+    );
+    assert!(printed.contains("so Kueue would keep it suspended forever"), "{printed}");
+    let fine = review("jobs.batch/eval-queued", "team-a-namespace");
+    assert_eq!(
+        (fine.status.code(), String::from_utf8(fine.stdout).unwrap().as_str()),
+        (Some(0), "1 workload audited, 0 found\n")
+    );
+    let absent = review("job/eval-queued", "plain");
+    assert_eq!(absent.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(absent.stderr).unwrap(),
+        "eval-admission: request: no Job plain/eval-queued in the cluster state files\n"
+    );
+}

@@ -8,6 +8,7 @@
 //! verdict. Offline there is nothing to look up ([`Offline`]); the server looks
 //! in the API server.
 
+pub mod audit;
 pub mod patch;
 pub mod request;
 pub mod response;
@@ -266,12 +267,15 @@ pub fn review_offline(
     config: &Config,
     view: &(impl ClusterView + Sync),
 ) -> Result<Outcome, BadReview> {
-    let offline = Offline(view);
-    let review = std::pin::pin!(review(webhook, body, config, &offline));
-    match review.poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(result) => result,
-        // `Offline::confirm_absent` answers at once, so one poll finishes.
-        Poll::Pending => unreachable!("an offline review waited"),
+    run_offline(review(webhook, body, config, &Offline(view)))
+}
+
+/// Runs a review or audit through [`Offline`] to its end: `Offline` answers
+/// at once, so one poll finishes it.
+pub fn run_offline<F: Future>(work: F) -> F::Output {
+    match std::pin::pin!(work).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => output,
+        Poll::Pending => unreachable!("offline work waited"),
     }
 }
 

@@ -31,17 +31,59 @@ pub fn parse(bytes: &[u8]) -> Result<ClusterState, String> {
 /// sits in memory as a whole tree of values.
 pub fn parse_for(bytes: &[u8], kueue: &KueueInstall) -> Result<ClusterState, String> {
     let mut state = ClusterState::for_kueue(kueue.clone());
+    parse_into(&mut state, bytes, kueue, None)?;
+    Ok(state)
+}
+
+/// Reads files of cluster state and the workloads in them (batch/v1 Jobs and
+/// jobset.x-k8s.io JobSets, as `kubectl get jobs,jobsets -A -o yaml` prints
+/// them), for the audit: one state, and the workloads as they were stored.
+pub fn load_with_workloads(paths: &[&Path], kueue: &KueueInstall) -> Result<(ClusterState, Vec<Value>), Error> {
+    let mut state = ClusterState::for_kueue(kueue.clone());
+    let mut workloads = Vec::new();
+    for path in paths {
+        let bytes = read_at_most("cluster state file", path, MOST_STATE_FILE_BYTES)?;
+        parse_into(&mut state, &bytes, kueue, Some(&mut workloads))
+            .map_err(|message| Error::file("cluster state file", path, message))?;
+    }
+    Ok((state, workloads))
+}
+
+/// Decodes the state in `bytes` into `state`; with `workloads`, Jobs and
+/// JobSets are kept there (a JobSet still counts as an owner too) instead of refused.
+fn parse_into(
+    state: &mut ClusterState,
+    bytes: &[u8],
+    kueue: &KueueInstall,
+    mut workloads: Option<&mut Vec<Value>>,
+) -> Result<(), String> {
     for_each_document(bytes, |position, document| {
         for object in unpack_lists(document) {
-            match decode_document(object, kueue) {
-                Ok(Some(decoded)) => state.apply(decoded),
-                Ok(None) => {}
-                Err(message) => return Err(format!("document {position}: {message}")),
+            let kept = match workloads.as_deref_mut() {
+                Some(kept) if is_workload(&object) => kept,
+                _ => match decode_document(object, kueue) {
+                    Ok(Some(decoded)) => {
+                        state.apply(decoded);
+                        continue;
+                    }
+                    Ok(None) => continue,
+                    Err(message) => return Err(format!("document {position}: {message}")),
+                },
+            };
+            if let Ok(Some(owner)) = decode_document(object.clone(), kueue) {
+                state.apply(owner);
             }
+            kept.push(object);
         }
         Ok(())
-    })?;
-    Ok(state)
+    })
+}
+
+fn is_workload(object: &Value) -> bool {
+    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    crate::workload::WorkloadKind::from_group_kind(group, kind).is_some()
 }
 
 fn unpack_lists(document: Value) -> Vec<Value> {

@@ -11,6 +11,7 @@
 //! [`ClusterView`]: crate::cluster::ClusterView
 
 pub mod admissibility;
+pub mod audit;
 mod evictions;
 pub mod exposure;
 pub mod ownership;
@@ -27,7 +28,8 @@ use crate::cluster::ClusterView;
 use crate::config::{Config, Selected, Setting};
 use crate::vocabulary::kueue::QUEUE_NAME_LABEL;
 use crate::vocabulary::reason::{Enforcement, Reason};
-use crate::workload::Workload;
+use crate::workload::{Stage, Workload};
+pub use audit::Finding;
 use evictions::evictions_warnings;
 use ownership::Ownership;
 pub use verdict::{Denial, Explain, Shape, Subject, Verdict, WayOut};
@@ -135,6 +137,18 @@ pub fn validate_create(config: &Config, view: &impl ClusterView, subject: Subjec
         Err(verdict) => return verdict,
     };
     enforce(config, selected, subject, Verdict::checked(Reason::Checked, check_queued(view, subject)))
+}
+
+/// The audit of an evaluation already in the cluster at `stage`: the
+/// validating webhook's verdict on it created now (one function, both callers),
+/// kept where it still matters (see [`audit`]); one with no queue Kueue reads
+/// bypassed Kueue.
+pub fn audit_existing(config: &Config, view: &impl ClusterView, subject: Subject<'_>, stage: Stage) -> Option<Finding> {
+    if subject.workload.queue_name_read_by(view.kueue_config().version).is_none() {
+        let selected = in_scope(config, view, subject, None).ok()?;
+        return audit::bypass(config.enforcement(Reason::BypassesKueue), view, subject, stage, selected);
+    }
+    audit::kept(stage, validate_create(config, view, subject))
 }
 
 /// The validating webhook on UPDATE: the guards on the queue label and

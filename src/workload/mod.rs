@@ -10,6 +10,7 @@ mod limits;
 mod placement;
 mod requests;
 pub mod size;
+mod stage;
 mod transform;
 
 use std::collections::BTreeMap;
@@ -24,6 +25,7 @@ pub use kind::WorkloadKind;
 pub use limits::{Bare, LimitItem, LimitSummary, ProblemKind, ResourceAmounts, ResourceProblem, Surroundings};
 pub use placement::Placement;
 pub use requests::PodSetRequests;
+pub use stage::Stage;
 pub use transform::{ResourceSettings, Transformation};
 
 use crate::vocabulary::kueue::{KueueVersion, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};

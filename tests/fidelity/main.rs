@@ -982,3 +982,55 @@ fn the_judge_counts_resources_as_kueues_configuration_says() {
         assert_eq!(eval.allowed, admissible, "{id}: {eval:?}");
     }
 }
+
+/// The audit and the validating webhook are one function with two callers
+/// (`rules::audit_existing` calls `rules::validate_create`): on the fixed
+/// seed's set-ups, each workload as the mutating webhook left it, stored
+/// queued, is reported for exactly what the validating webhook said of it,
+/// with the same message; stored running, for being preemptible alone.
+#[test]
+fn the_audit_reports_a_stored_workload_as_the_webhook_judged_it() {
+    let (from, n, seed) = (env_u64("FIDELITY_FROM", 0), env_u64("FIDELITY_AUDIT_N", 1500), env_u64("FIDELITY_SEED", 1));
+    let config = model_config();
+    let (mut compared, mut reported_queued, mut reported_running) = (0, 0, 0);
+    for index in from..n {
+        let scenario = generate::scenario(seed, index);
+        let state = state_file::parse_for(cluster_yaml(&scenario.objects).as_bytes(), &config.kueue).unwrap();
+        let review =
+            admission::ReviewBuilder::create(admission::ReviewBuilder::kind_of(&scenario.workload), &scenario.workload)
+                .to_value();
+        let report = cli::review_value(&config, &state, review).expect("review runs");
+        let validating = &report.output["validating"]["response"];
+        if validating.is_null() {
+            continue; // the mutating webhook refused it: never stored
+        }
+        let said = validating["auditAnnotations"]["reason"].as_str().unwrap();
+        let denied = Reason::ALL.iter().find(|reason| reason.as_str() == said).is_some_and(|reason| reason.is_denial());
+        let mut stored = report.output["object"].clone();
+        let audit = |object: &Value| {
+            admission::run_offline(admission::audit::audit(&config, &admission::Offline(&state), object)).unwrap()
+        };
+        if !stored["metadata"]["labels"][QUEUE_NAME_LABEL].is_string() {
+            // Let through with no queue: Kueue never sees it, whatever its stage.
+            assert_eq!(audit(&stored).map(|f| f.reason), Some(Reason::BypassesKueue.as_str()), "set-up {index}");
+            continue;
+        }
+        if stored.pointer("/spec/suspend") == Some(&Value::Bool(true)) {
+            let found = audit(&stored);
+            assert_eq!(found.as_ref().map(|f| f.reason), denied.then_some(said), "set-up {index}, queued");
+            if let Some(found) = &found {
+                let message = validating["status"]["message"].as_str().or_else(|| validating["warnings"][0].as_str());
+                assert_eq!(Some(found.message.as_str()), message, "set-up {index}: the denial's message");
+                reported_queued += 1;
+            }
+        }
+        stored["spec"]["suspend"] = Value::Bool(false);
+        let found = audit(&stored);
+        let preemptible = denied && said == PREEMPTIBLE_REASON;
+        assert_eq!(found.map(|f| f.reason), preemptible.then_some(said), "set-up {index}, running");
+        reported_running += usize::from(preemptible);
+        compared += 1;
+    }
+    eprintln!("{compared} set-ups compared: {reported_queued} reported queued, {reported_running} running");
+    assert!(reported_queued > 100 && reported_running > 10, "the seed reaches both kinds of finding");
+}
