@@ -4,9 +4,12 @@
 //! The order, top to bottom (a module may use only what is below it):
 //!
 //! ```text
-//! main -> server | cli -> admission | cache | telemetry | manifests -> rules
+//! main -> server | cli -> cache -> admission | telemetry | manifests -> rules
 //!      -> config | cluster -> workload -> vocabulary -> error
 //! ```
+//!
+//! The cache sits over `admission`: it is how the server and the commands read
+//! the live cluster, and it answers admission's lookups for both.
 //!
 //! Modules on one floor do not use each other. Inside a module, no two files
 //! use each other through any path (a child may call back up into its own
@@ -27,7 +30,8 @@ const FLOORS: &[&[&str]] = &[
     &["workload"],
     &["config", "cluster"],
     &["rules"],
-    &["admission", "cache", "telemetry", "manifests"],
+    &["admission", "telemetry", "manifests"],
+    &["cache"],
     &["server", "cli"],
     &["main"],
 ];

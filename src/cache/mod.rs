@@ -2,9 +2,11 @@
 //! once from a state file or kept current by the watch caches in [`watch`].
 
 mod confirm;
+mod lookups;
 pub mod watch;
 
 pub use confirm::{CONFIRMS_PER_SECOND, Confirmation};
+pub use lookups::LOOKUP_TIMEOUT;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

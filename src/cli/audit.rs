@@ -43,7 +43,7 @@ pub fn audit(source: Source<'_>, config: Option<&Path>) -> Result<AuditReport, E
             let cluster = LiveCluster::connect(kubeconfig, &config).await?;
             let workloads = cluster.workloads().await?;
             let kueue = cluster.state().kueue_config().summary();
-            let (count, findings) = judge_all(&config, &cluster, &workloads).await?;
+            let (count, findings) = judge_all(&config, cluster.lookups(), &workloads).await?;
             Ok(AuditReport { workloads: count, findings, kueue })
         }),
     }
@@ -74,7 +74,7 @@ pub(super) fn audit_stored(
             let namespace = namespace.unwrap_or(cluster.default_namespace()).to_string();
             let object = cluster.workload(kind, &namespace, name).await?;
             let kueue = cluster.state().kueue_config().summary();
-            let (count, findings) = judge_all(&config, &cluster, &[object]).await?;
+            let (count, findings) = judge_all(&config, cluster.lookups(), &[object]).await?;
             Ok(AuditReport { workloads: count, findings, kueue })
         }),
     }

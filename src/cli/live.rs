@@ -10,17 +10,14 @@ use std::time::Duration;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
-use crate::admission::{BadReview, Lookups};
-use crate::cache::{self, ClusterCache, Confirmation, watch};
-use crate::cluster::{Absent, ClusterState};
+use crate::cache::{self, ClusterCache, watch};
+use crate::cluster::ClusterState;
 use crate::config::Config;
 use crate::error::Error;
 use crate::workload::WorkloadKind;
 
 /// How long the watches may take to list everything before the command gives up.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long one live lookup of an object the view lacks may take.
-const LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Objects per page when listing workloads.
 const PAGE: u32 = 500;
 
@@ -106,6 +103,11 @@ impl LiveCluster {
         self.cache.read()
     }
 
+    /// The view, and the lookups of what it lacks.
+    pub fn lookups(&self) -> &ClusterCache {
+        &self.cache
+    }
+
     async fn resource(&self, kind: WorkloadKind) -> Result<Option<ApiResource>, Error> {
         let (group, _) = kind.group_version();
         Ok(cache::served_resource(&self.client, group, kind.as_str()).await?)
@@ -120,32 +122,4 @@ fn stored(object: DynamicObject, resource: &ApiResource) -> Value {
         map.insert("kind".into(), Value::String(resource.kind.clone()));
     }
     value
-}
-
-impl Lookups for LiveCluster {
-    type View = ClusterState;
-    type Error = Error;
-
-    fn view(&self) -> impl Deref<Target = ClusterState> + '_ {
-        self.cache.read()
-    }
-
-    async fn confirm_absent(&self, namespace: &str, absent: &Absent) -> Result<bool, Error> {
-        let found = self
-            .cache
-            .confirm_absent(namespace, absent, LOOKUP_TIMEOUT)
-            .await
-            .map_err(|e| Error::Cluster(e.to_string()))?;
-        Ok(found == Confirmation::Found)
-    }
-
-    async fn decide<R>(&self, work: impl FnOnce() -> R + Send) -> Result<R, Error> {
-        Ok(work())
-    }
-}
-
-impl From<BadReview> for Error {
-    fn from(BadReview(reason): BadReview) -> Self {
-        Self::Request(reason)
-    }
 }
