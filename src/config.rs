@@ -81,6 +81,15 @@ pub enum Setting {
     Placement,
 }
 
+/// What the audit watches of one workload kind ([`Config::evaluations_watch`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvaluationsWatch {
+    None,
+    All,
+    /// A label selector (`app=evalhub,component=evaluation-job`).
+    Labelled(String),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum SelectorKind {
     Job,
@@ -270,6 +279,35 @@ impl Config {
         }
     }
 
+    /// What a watch of the stored workloads of `kind` must see to find every
+    /// evaluation the selectors pick (the audit's watch): nothing, when no
+    /// selector names the kind; the labels every selector of the kind
+    /// requires, when they share some (the API server then filters); else all.
+    pub fn evaluations_watch(&self, kind: WorkloadKind) -> EvaluationsWatch {
+        let wanted = match kind {
+            WorkloadKind::Job => SelectorKind::Job,
+            WorkloadKind::JobSet => SelectorKind::JobSet,
+        };
+        if self.selection.all_workloads {
+            return EvaluationsWatch::All;
+        }
+        let mut selectors = self.selection.selectors.iter().filter(|selector| selector.kinds.contains(&wanted));
+        let Some(first) = selectors.next() else { return EvaluationsWatch::None };
+        let mut shared = first.match_labels.clone();
+        for selector in selectors {
+            shared.retain(|key, value| selector.match_labels.get(key) == Some(value));
+        }
+        // Only labels a selector string carries as they are (the API server's
+        // label syntax); anything else is left to the local filter.
+        let plain = |text: &str| text.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
+        shared.retain(|key, value| !key.is_empty() && plain(key) && plain(value));
+        if shared.is_empty() {
+            return EvaluationsWatch::All;
+        }
+        let labels: Vec<String> = shared.iter().map(|(key, value)| format!("{key}={value}")).collect();
+        EvaluationsWatch::Labelled(labels.join(","))
+    }
+
     /// The enforcement of the rule behind `reason`.
     pub fn enforcement(&self, reason: Reason) -> Enforcement {
         self.enforcement
@@ -427,6 +465,29 @@ mod tests {
     fn the_shipped_config_is_the_defaults_written_out() {
         let shipped = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
         assert_eq!(shipped, Config::default());
+    }
+
+    #[test]
+    fn the_audit_watches_what_every_selector_of_a_kind_requires() {
+        let defaults = Config::default();
+        // EvalHub's labels and the opt-in label share nothing: every Job.
+        assert_eq!(defaults.evaluations_watch(WorkloadKind::Job), EvaluationsWatch::All);
+        // An AIPerfSweep's JobSet is known by its owner alone.
+        assert_eq!(defaults.evaluations_watch(WorkloadKind::JobSet), EvaluationsWatch::All);
+        let config = Config::parse(
+            "selection: {selectors: [{name: a, kinds: [Job], matchLabels: {app: evalhub, tier: x}}, \
+             {name: b, kinds: [Job], matchLabels: {app: evalhub, tier: y}}, \
+             {name: c, kinds: [JobSet], matchLabels: {'bad key': v}}]}",
+        )
+        .unwrap();
+        assert_eq!(config.evaluations_watch(WorkloadKind::Job), EvaluationsWatch::Labelled("app=evalhub".into()));
+        assert_eq!(config.evaluations_watch(WorkloadKind::JobSet), EvaluationsWatch::All);
+        let config =
+            Config::parse("selection: {selectors: [{name: a, kinds: [Job], matchLabels: {a: b, c: d}}]}").unwrap();
+        assert_eq!(config.evaluations_watch(WorkloadKind::Job), EvaluationsWatch::Labelled("a=b,c=d".into()));
+        assert_eq!(config.evaluations_watch(WorkloadKind::JobSet), EvaluationsWatch::None);
+        let config = Config::parse("selection: {allWorkloads: true, selectors: []}").unwrap();
+        assert_eq!(config.evaluations_watch(WorkloadKind::JobSet), EvaluationsWatch::All);
     }
 
     #[test]

@@ -327,6 +327,43 @@ mod tests {
         }
     }
 
+    /// What the audit needs and nothing more: a watch of each kind the
+    /// shipped config's selectors name (`Config::evaluations_watch`), Events
+    /// and PolicyReports written, and its Lease in a Role of its own namespace.
+    #[test]
+    fn the_roles_grant_the_audit_what_the_config_makes_it_read_and_write() {
+        let documents: Vec<serde_json::Value> =
+            serde_yaml::Deserializer::from_str(include_str!("../manifests/base/rbac.yaml"))
+                .map(|document| <serde_json::Value as serde::Deserialize>::deserialize(document).unwrap())
+                .collect();
+        let verbs = |role: &serde_json::Value, group: &str, resource: &str| -> Vec<String> {
+            let rules = role["rules"].as_array().unwrap().iter();
+            let granting = rules.filter(|rule| {
+                let has = |field: &str, value: &str| rule[field].as_array().unwrap().iter().any(|v| v == value);
+                has("apiGroups", group) && has("resources", resource) && rule.get("resourceNames").is_none()
+            });
+            granting
+                .flat_map(|rule| rule["verbs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()))
+                .collect()
+        };
+        let role = cluster_role();
+        let config = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
+        for kind in [crate::workload::WorkloadKind::Job, crate::workload::WorkloadKind::JobSet] {
+            let (group, _) = kind.group_version();
+            let granted = verbs(&role, group, kind.resource());
+            let watched = config.evaluations_watch(kind) != crate::config::EvaluationsWatch::None;
+            assert_eq!(watched, ["list", "watch"].iter().all(|v| granted.iter().any(|g| g == v)), "{kind}");
+        }
+        assert_eq!(verbs(&role, "events.k8s.io", "events"), ["get", "create", "patch"]);
+        assert_eq!(verbs(&role, "wgpolicyk8s.io", "policyreports"), ["get", "list", "create", "patch", "delete"]);
+        assert!(verbs(&role, "coordination.k8s.io", "leases").is_empty(), "leases only in its namespace");
+        let lease_role = documents.iter().find(|d| d["kind"] == "Role").unwrap();
+        assert_eq!(lease_role["metadata"]["namespace"], "eval-admission-system");
+        assert_eq!(verbs(lease_role, "coordination.k8s.io", "leases"), ["get", "create", "patch", "update"]);
+        let binding = documents.iter().find(|d| d["kind"] == "RoleBinding").unwrap();
+        assert_eq!(binding["roleRef"]["name"], lease_role["metadata"]["name"]);
+    }
+
     #[test]
     fn the_shipped_webhooks_are_rendered_from_the_shipped_config() {
         let config = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();

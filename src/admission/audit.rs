@@ -3,13 +3,13 @@
 //! The CLI and the server's audit share it, as they share [`super::review`],
 //! and like a review it looks a missing object up before reporting its absence.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::{BadReview, Lookups, MOST_LOOKUPS};
 use crate::config::Config;
 use crate::rules::{self, Finding, Subject};
-use crate::workload::{Stage, Workload, WorkloadKind};
+use crate::workload::Stored;
 
 /// One stored workload the audit reported: who, where in its life, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -21,6 +21,9 @@ pub struct Reported {
     pub reason: &'static str,
     pub enforcement: &'static str,
     pub message: String,
+    /// The workload's uid (empty when it has none, as in a file).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
 }
 
 /// What the audit finds about one stored workload: `None` when nothing, or
@@ -32,31 +35,37 @@ pub async fn audit<L: Lookups + Sync>(
     lookups: &L,
     object: &Value,
 ) -> Result<Option<Reported>, L::Error> {
-    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
-    let Some(kind) = WorkloadKind::from_group_kind(group, kind) else { return Ok(None) };
-    let workload =
-        <Workload as Deserialize>::deserialize(object).map_err(|e| BadReview(format!("stored {kind}: {e}")))?;
-    let namespace = workload.metadata.namespace.clone().unwrap_or_default();
-    let stage = Stage::of(kind, object);
-    let subject = Subject { kind, namespace: &namespace, workload: &workload };
-    let judge = || rules::audit_existing(config, &*lookups.view(), subject, stage);
+    match Stored::decode(object) {
+        None => Ok(None),
+        Some(stored) => audit_stored(config, lookups, &stored.map_err(BadReview)?).await,
+    }
+}
+
+/// [`audit`] of a workload already decoded (the server's watch keeps them so).
+pub async fn audit_stored<L: Lookups + Sync>(
+    config: &Config,
+    lookups: &L,
+    stored: &Stored,
+) -> Result<Option<Reported>, L::Error> {
+    let namespace = stored.namespace();
+    let subject = Subject { kind: stored.kind, namespace, workload: &stored.workload };
+    let judge = || rules::audit_existing(config, &*lookups.view(), subject, stored.stage);
     let mut finding = judge();
     for _ in 0..MOST_LOOKUPS {
         let Some(Finding { absent: Some(absent), .. }) = &finding else { break };
-        if !lookups.confirm_absent(&namespace, absent).await? {
+        if !lookups.confirm_absent(namespace, absent).await? {
             break;
         }
         finding = judge();
     }
     Ok(finding.map(|finding| Reported {
-        kind: kind.as_str(),
-        stage: stage.as_str(),
+        kind: stored.kind.as_str(),
+        stage: stored.stage.as_str(),
         reason: finding.reason.as_str(),
         enforcement: finding.enforcement.as_str(),
         message: super::fit_message(finding.message),
-        name: workload.metadata.name.clone().unwrap_or_default(),
-        namespace,
+        namespace: namespace.to_string(),
+        name: stored.name().to_string(),
+        uid: stored.uid.clone(),
     }))
 }

@@ -2,6 +2,7 @@
 //! once from a state file or kept current by the watch caches in [`watch`].
 
 mod confirm;
+pub mod evaluations;
 mod lookups;
 pub mod watch;
 
@@ -127,6 +128,11 @@ impl ClusterCache {
         drop(state);
         self.changed();
         changed
+    }
+
+    /// Changes made to the view so far: the audit judges again when it moves.
+    pub fn changes(&self) -> u64 {
+        self.derivation.changes.load(Ordering::SeqCst)
     }
 
     /// Tells the deriver the view changed (or synced: readiness waits for a
@@ -425,7 +431,7 @@ impl ClusterCache {
 
 /// The resource `kind` of `api_group` is served as, in the group's preferred
 /// version; `None` when the API server does not serve it.
-pub(crate) async fn served_resource(
+pub async fn served_resource(
     client: &kube::Client,
     api_group: &str,
     kind: &str,

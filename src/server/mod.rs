@@ -1,6 +1,7 @@
 //! `eval-admission serve`: the HTTPS webhook server and its admin port.
 
 pub mod admin;
+pub mod audit;
 pub mod body_budget;
 pub mod connections;
 pub mod deadlines;
@@ -101,6 +102,8 @@ pub struct ServeArgs {
     /// Benchmark baseline: read each review, answer allowed, decide nothing.
     #[arg(long, hide = true)]
     pub noop: bool,
+    #[command(flatten)]
+    pub audit: audit::AuditArgs,
 }
 
 /// At least one small review and at most what the large-body pool holds.
@@ -151,6 +154,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     };
     let acceptor = TlsAcceptor::from(Arc::new(certificates.server_config(args.http2, client_auth.clone())?));
 
+    let mut live_client = None;
     let cluster = match &args.cluster {
         Some(path) => {
             let state = state_file::load(path, &config.kueue)?;
@@ -161,11 +165,16 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
             let client = kube::Client::try_default().await?;
             let cache = Arc::new(ClusterCache::live(client.clone(), &watch::CORE_KINDS, config.kueue.clone()));
             cache.derive_in_background();
-            watch::start(client, cache.clone(), config.kueue.clone(), config.kueue_managed_owners.clone());
+            watch::start(client.clone(), cache.clone(), config.kueue.clone(), config.kueue_managed_owners.clone());
             tracing::info!("watching the cluster");
+            live_client = Some(client);
             cache
         }
     };
+    // The audit needs the live cluster: a state file holds no workloads to audit.
+    let audit = live_client.and_then(|client| {
+        audit::start(client, cluster.clone(), config.clone(), metrics.clone(), args.audit.clone(), shutdown.clone())
+    });
 
     let listener =
         TcpListener::bind(args.listen).await.map_err(|source| Error::Listen { address: args.listen, source })?;
@@ -224,6 +233,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     let listener = Listener { name: "webhook", socket: listener, tls: Some(acceptor) };
     let stop = shutdown.reached(Phase::Stopping);
     connections::serve(listener, app, webhook_limits, metrics, stop, args.drain_timeout).await;
+    if let Some(audit) = audit {
+        // It gave the lease up when the drain began; this waits for it to say so.
+        let _ = tokio::time::timeout(Duration::from_secs(5), audit).await;
+    }
     tracing::info!("eval-admission stopped");
     Ok(())
 }

@@ -127,6 +127,21 @@ pub struct ClientRefusalLabels {
     pub reason: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FindingLabels {
+    pub reason: &'static str,
+    /// The rule's enforcement: `Deny` or `Warn` (`Off` rules find nothing).
+    pub enforcement: &'static str,
+    /// The namespace, or `(other)` past the most namespaces counted apart.
+    pub namespace: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AuditWriteLabels {
+    /// `event` or `policyreport`.
+    pub target: &'static str,
+}
+
 /// Every metric the server exports.
 pub struct Metrics {
     registry: Registry,
@@ -149,6 +164,12 @@ pub struct Metrics {
     pub view_derivation_seconds: Gauge<f64, AtomicU64>,
     pub view_derived: Gauge,
     pub client_certificates_refused: Family<ClientRefusalLabels, Counter>,
+    pub audit_findings: Family<FindingLabels, Gauge>,
+    pub audit_leader: Gauge,
+    pub audit_evaluations: Gauge,
+    pub audit_rounds: Counter,
+    pub audit_round_seconds: Gauge<f64, AtomicU64>,
+    pub audit_write_errors: Family<AuditWriteLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -271,8 +292,47 @@ impl Metrics {
              that sends none fails in the TLS library before this is counted",
             client_certificates_refused.clone(),
         );
+        let audit_findings = Family::<FindingLabels, Gauge>::default();
+        registry.register(
+            "audit_findings",
+            "Evaluations in the cluster that the audit finds Kueue would now never admit, could preempt, or never \
+             saw, by reason, enforcement and namespace (exported by the replica holding the audit lease)",
+            audit_findings.clone(),
+        );
+        let audit_leader = Gauge::default();
+        registry.register("audit_leader", "1 on the replica that holds the audit lease", audit_leader.clone());
+        let audit_evaluations = Gauge::default();
+        registry.register(
+            "audit_evaluations",
+            "Stored evaluations the audit judged in its last round",
+            audit_evaluations.clone(),
+        );
+        let audit_rounds = Counter::default();
+        registry.register(
+            "audit_rounds",
+            "Audit rounds finished (every stored evaluation judged)",
+            audit_rounds.clone(),
+        );
+        let audit_round_seconds = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "audit_round_seconds",
+            "How long the last audit round took to judge every stored evaluation",
+            audit_round_seconds.clone(),
+        );
+        let audit_write_errors = Family::<AuditWriteLabels, Counter>::default();
+        registry.register(
+            "audit_write_errors",
+            "Audit Events and PolicyReports that could not be written (tried again next round), by target",
+            audit_write_errors.clone(),
+        );
         Self {
             registry,
+            audit_findings,
+            audit_leader,
+            audit_evaluations,
+            audit_rounds,
+            audit_round_seconds,
+            audit_write_errors,
             view_derivation_seconds,
             view_derived,
             watchers_running,

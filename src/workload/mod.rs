@@ -25,7 +25,7 @@ pub use kind::WorkloadKind;
 pub use limits::{Bare, LimitItem, LimitSummary, ProblemKind, ResourceAmounts, ResourceProblem, Surroundings};
 pub use placement::Placement;
 pub use requests::PodSetRequests;
-pub use stage::Stage;
+pub use stage::{Stage, Stored};
 pub use transform::{ResourceSettings, Transformation};
 
 use crate::vocabulary::kueue::{KueueVersion, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};

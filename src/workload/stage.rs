@@ -2,9 +2,45 @@
 //! status: what the audit may say about it depends on it (a queued one can
 //! wait forever; a running one can be preempted; a finished one is past both).
 
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::WorkloadKind;
+use super::{Workload, WorkloadKind};
+
+/// A workload as the API server stores it, pruned: what the audit judges.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub kind: WorkloadKind,
+    pub uid: String,
+    pub workload: Workload,
+    pub stage: Stage,
+}
+
+impl Stored {
+    /// Decodes a stored object; `None` when it is not a Job or JobSet.
+    pub fn decode(object: &Value) -> Option<Result<Self, String>> {
+        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        let kind =
+            WorkloadKind::from_group_kind(group, object.get("kind").and_then(Value::as_str).unwrap_or_default())?;
+        Some(Self::decode_as(kind, object))
+    }
+
+    /// Decodes a stored object of `kind` (a watch's, which knows its kind).
+    pub fn decode_as(kind: WorkloadKind, object: &Value) -> Result<Self, String> {
+        let workload = <Workload as Deserialize>::deserialize(object).map_err(|e| format!("stored {kind}: {e}"))?;
+        let uid = object.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+        Ok(Self { kind, uid, stage: Stage::of(kind, object), workload })
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.workload.metadata.namespace.as_deref().unwrap_or_default()
+    }
+
+    pub fn name(&self) -> &str {
+        self.workload.metadata.name.as_deref().unwrap_or_default()
+    }
+}
 
 /// A stored Job's or JobSet's stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,8 +27,9 @@ mod common;
 mod oracle;
 
 // One module per claim. With `--test-threads 1` tests run in name order,
-// which these names keep as it was: (a), (c), (b), (f), (d), (e).
+// which these names keep as it was: (a), (c), (b), (f), (d), (e); (g) the audit runs second.
 mod admission;
+mod audit;
 mod preemption;
 mod queue_defaulting;
 mod red_hat;
