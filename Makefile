@@ -108,6 +108,7 @@ bench: build bench-venv
 	$(CARGO) bench --locked --bench scale
 	$(CARGO) bench --locked --bench growth
 	$(CARGO) bench --locked --bench costliest
+	$(CARGO) bench --locked --bench audit
 	$(CARGO) bench --locked --bench load
 	$(CARGO) bench --locked --bench apiserver
 	$(CARGO) bench --locked --bench peers
@@ -121,6 +122,7 @@ bench-smoke: build bench-venv
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench scale
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench growth
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench costliest
+	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench audit
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench load
 	BENCH_SMOKE=1 BENCH_OUT=$(BENCH_OUT)/smoke $(CARGO) bench --locked --bench apiserver
 	$(BENCH_VENV)/bin/python benches/report.py $(BENCH_OUT)/smoke $(CARGO_TARGET_DIR)/criterion $(BENCH_OUT)/smoke/BENCHMARKS.md $(BENCH_OUT)/smoke/p99.png

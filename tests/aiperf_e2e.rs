@@ -28,7 +28,9 @@ use std::time::{Duration, Instant};
 
 use aiperf::{Job, Operator, Settings};
 use common::control_plane::{Environment, condition_true, poll};
-use common::kueue_objects::{local_queue, namespace, unique, workload, workload_priority_class};
+use common::kueue_objects::{
+    self as kueue_objects, cluster_queue, local_queue, namespace, unique, workload, workload_priority_class,
+};
 use common::{BIN, repo};
 use serde_json::{Value, json};
 
@@ -395,4 +397,38 @@ fn admission_warnings_never_reach_the_aiperf_user() {
             assert!(!visible.contains(&fragment), "the warning {warning:?} reached the AIPerf user");
         }
     }
+}
+
+// ---------------------------------------------------------------- (g) the audit
+
+/// A benchmark queued behind another, whose ClusterQueue then stops selecting
+/// the namespace: the audit puts a Warning Event on its JobSet within 30 s.
+/// What the AIPerf user sees, observed: the AIPerfJob stays `Queued`, with no error.
+#[test]
+fn an_audit_finding_on_a_queued_benchmark_is_an_event_on_its_jobset() {
+    let env = environment();
+    let id = unique();
+    let (ns, cq) = (format!("aiperf-g-{id}"), format!("aiperf-audit-{id}"));
+    let mut queue = cluster_queue(&cq, FLAVOR, "6", Value::Null);
+    queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1]["nominalQuota"] = json!("12Gi");
+    env.apply(&[queue, namespace(&ns, None, &[]), local_queue(&ns, "audited-queue", &cq)], &[]).unwrap();
+    let operator = Operator::start(env, &ns, &[&ns], &Settings::default()).unwrap();
+    let holder = Job::new(&ns, "holder").queue("audited-queue");
+    operator.submit(&holder).unwrap();
+    wait_admitted(env, &operator, &holder);
+    let waiter = Job::new(&ns, "waiter").queue("audited-queue");
+    operator.submit(&waiter).unwrap();
+    operator.wait_phase(&waiter, &["Queued"], WAIT).unwrap();
+
+    let narrowed = r#"{"spec":{"namespaceSelector":{"matchLabels":{"nobody":"here"}}}}"#;
+    env.run(&["patch", "clusterqueue.kueue.x-k8s.io", &cq, "--type=merge", "-p", narrowed], None).unwrap();
+    let event = wait_for("the audit's Event on the waiter's JobSet", &operator, || {
+        kueue_objects::audit_events(env, &ns, &waiter.jobset()).into_iter().next()
+    });
+    assert_eq!(event["reason"], "NamespaceNotSelected");
+    assert!(event["note"].as_str().unwrap().contains("AIPerf users: pass --queue-name"), "{event}");
+    let view = operator.view(&waiter).unwrap();
+    eprintln!("AIPerf shows after the audit's finding: phase {}, error {:?}", view.phase, view.error);
+    assert_eq!((view.phase.as_str(), view.error.as_deref()), ("Queued", None));
+    assert!(!view.raw.to_string().contains("namespaceSelector"), "the finding is not in the AIPerfJob: {}", view.raw);
 }

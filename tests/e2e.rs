@@ -706,3 +706,76 @@ fn every_overlay_applies_to_the_real_api_server_and_the_install_works_as_written
         assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), expected, "{verb} {resource}");
     }
 }
+
+/// The audit's gauges of a replica: `eval_admission_<name>`, when it answers.
+fn replica_gauge(served: &testkit::Served, name: &str) -> Option<f64> {
+    let metrics = common::control_plane::http_get(served.admin_port, "/metrics")?;
+    metrics.lines().find_map(|line| line.strip_prefix(&format!("eval_admission_{name} "))?.trim().parse().ok())
+}
+
+/// Two audit replicas on one Lease: only the holder writes, and when it is
+/// killed the other takes over within 20 s and writes no second Event for
+/// what the first already reported.
+#[test]
+fn two_audit_replicas_write_through_the_lease_holder_alone_and_hand_over_when_it_dies() {
+    let cluster = cluster();
+    let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
+    let s = common::kueue_objects::unique();
+    let dir = cluster.plane.dir.join(format!("audit-replicas-{s}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Only these replicas call the test's Job an evaluation: the shared server ignores it.
+    let config = dir.join("config.yaml");
+    let selector =
+        format!("selection: {{selectors: [{{name: handover, kinds: [Job], matchLabels: {{handover: '{s}'}}}}]}}\n");
+    std::fs::write(&config, selector).unwrap();
+    let (cert, key) = cluster.plane.ca.issue_files(&dir, "tls", testkit::Usage::Server(&["127.0.0.1"])).unwrap();
+    let lease = format!("handover-{s}");
+    let replica = |name: &str| {
+        testkit::Serve::new(BIN, &cert, &key)
+            .arg("--config")
+            .arg(&config)
+            .args(["--audit-lease", &lease, "--audit-identity", name, "--audit-debounce", "500ms"])
+            .args(["--audit-lease-duration", "15s", "--shutdown-delay", "0s"])
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .log(dir.join(format!("{name}.log")))
+            .ready(testkit::Ready::Readyz, Duration::from_secs(60), Duration::from_millis(100))
+            .start()
+            .unwrap()
+    };
+    let first = replica("first");
+    wait_for("the first replica to hold the lease", Duration::from_secs(20), || {
+        (replica_gauge(&first, "audit_leader") == Some(1.0)).then_some(())
+    });
+    let second = replica("second");
+
+    let namespace = cluster.namespace("handover", None, &[]);
+    let job = json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "unqueued", "namespace": namespace, "labels": {"handover": s}},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}},
+    });
+    cluster.ok(&["create", "-f", "-"], Some(&job.to_string()));
+    let events = || common::kueue_objects::audit_events(cluster, &namespace, "unqueued");
+    let written = wait_for("the holder's Event", Duration::from_secs(20), || events().into_iter().next());
+    assert_eq!(
+        (written["reportingInstance"].as_str(), written["reason"].as_str()),
+        (Some("first"), Some("BypassesKueue"))
+    );
+    assert_eq!(replica_gauge(&second, "audit_leader"), Some(0.0));
+    assert_eq!(replica_gauge(&second, "audit_rounds_total"), Some(0.0), "the other replica judges nothing");
+
+    let killed = std::time::Instant::now();
+    drop(first);
+    wait_for("the second replica to take the lease", Duration::from_secs(20), || {
+        (replica_gauge(&second, "audit_leader") == Some(1.0)).then_some(())
+    });
+    let handover = killed.elapsed();
+    wait_for("the new holder's first round", Duration::from_secs(20), || {
+        replica_gauge(&second, "audit_rounds_total").filter(|rounds| *rounds >= 1.0)
+    });
+    let after = events();
+    assert_eq!(after.len(), 1, "no second Event: {after:?}");
+    assert_eq!(after[0]["reportingInstance"], "first");
+    assert!(after[0]["series"].is_null(), "not written again: {}", after[0]);
+    eprintln!("audit lease handed over {:.1} s after the holder was killed", handover.as_secs_f64());
+}

@@ -474,3 +474,43 @@ fn with_the_bypass_denied_a_queueless_evaluation_fails_with_the_denial() {
         assert_contains(message, &["bypass", QUEUE_LABEL, &format!("'{ns}'"), "queue.name"]);
     }
 }
+
+// ---------------------------------------------------------------- (i) the audit
+
+/// An evaluation EvalHub created, queued behind a blocker, whose ClusterQueue
+/// then stops selecting the namespace: the audit puts a Warning Event on the
+/// Job within 30 s. What the EvalHub user sees, observed: EvalHub's job view
+/// does not change (it reads the Job's pods, not its Events).
+#[test]
+fn an_audit_finding_on_a_queued_evaluation_is_an_event_on_its_job() {
+    let (cluster, evalhub) = setup();
+    let s = unique();
+    let (ns, cq) = tenant(cluster, "evalhub-audit", &s, Some("eval-queue"), &["eval-queue"], "1", Value::Null);
+    cluster.run(&["create", "-f", "-"], Some(&blocker(&ns, "blocker", "eval-queue", "1").to_string())).unwrap();
+    wait_admitted(cluster, &ns, "blocker");
+    let id = evalhub.submit(&Evaluation::new(&ns, "audited")).unwrap();
+    let name = job_name(&wait_kubernetes_job(cluster, evalhub, &ns, &id));
+    wait_for("Kueue to hold the evaluation", ADMISSION_WAIT, || {
+        let workload = workload(cluster, &ns, "Job", &name).ok().flatten()?;
+        let mut conditions = workload["status"]["conditions"].as_array()?.iter();
+        conditions.any(|c| c["type"] == "QuotaReserved" && c["status"] == "False").then_some(())
+    });
+    let before = evalhub.job(&ns, &id).unwrap();
+
+    let narrowed = r#"{"spec":{"namespaceSelector":{"matchLabels":{"nobody":"here"}}}}"#;
+    cluster.run(&["patch", "clusterqueue.kueue.x-k8s.io", &cq, "--type=merge", "-p", narrowed], None).unwrap();
+    let event = wait_for("the audit's Event on EvalHub's Job", Duration::from_secs(30), || {
+        kueue_objects::audit_events(cluster, &ns, &name).into_iter().next()
+    });
+    assert_eq!(event["reason"], "NamespaceNotSelected");
+    let note = event["note"].as_str().unwrap();
+    assert!(note.ends_with("EvalHub users: set queue.name in the evaluation request."), "{note}");
+    let after = evalhub.job(&ns, &id).unwrap();
+    println!(
+        "EvalHub shows after the audit's finding: {}",
+        serde_json::to_string_pretty(&after.raw["status"]).unwrap()
+    );
+    assert_eq!((after.state.as_str(), after.message_code.as_str()), ("pending", "evaluation_job_created"));
+    assert_eq!(after.raw["status"], before.raw["status"], "EvalHub's view is unchanged");
+    assert!(!after.raw.to_string().contains("namespaceSelector"), "the finding is not in EvalHub's view");
+}

@@ -19,7 +19,7 @@ const REF: &str = "registry.local/eval-admission:test";
 const DISTROLESS_BASE: &str = "gcr.io/distroless/cc-debian12";
 
 fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+    testkit::repo(path)
 }
 
 /// What the Dockerfile's final stage says the image is.

@@ -21,7 +21,6 @@
 //! boundary would not.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 /// Floors, bottom first.
 const FLOORS: &[&[&str]] = &[
@@ -173,7 +172,7 @@ fn circles(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<Stri
 }
 
 fn source_tree() -> BTreeMap<String, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = testkit::repo("");
     let mut files = BTreeMap::new();
     let mut dirs = vec![root.join("src")];
     while let Some(dir) = dirs.pop() {
@@ -182,7 +181,7 @@ fn source_tree() -> BTreeMap<String, String> {
             if path.is_dir() {
                 dirs.push(path);
             } else if path.extension().is_some_and(|ext| ext == "rs") {
-                let relative = path.strip_prefix(root).expect("under the root").to_string_lossy().replace('\\', "/");
+                let relative = path.strip_prefix(&root).expect("under the root").to_string_lossy().replace('\\', "/");
                 files.insert(relative, std::fs::read_to_string(&path).expect("a source file"));
             }
         }

@@ -1,7 +1,6 @@
 //! The `review` command on the shipped examples: each rule shows itself, and bad
 //! input exits 2 with a one-line reason and no panic.
 
-use std::path::Path;
 use std::process::{Command, Output};
 
 use base64::Engine;
@@ -10,7 +9,7 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
 
 fn examples(file: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(file).display().to_string()
+    testkit::repo("examples").join(file).display().to_string()
 }
 
 fn review_with(cluster: &str, request: &str) -> Output {
@@ -227,7 +226,7 @@ fn a_closed_stdout_is_not_a_panic() {
 /// example, word for word.
 #[test]
 fn the_readme_quotes_each_denial_exactly() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(testkit::repo("README.md")).unwrap();
     let quotes = |reason: &str| -> Vec<&str> {
         let heading = format!("**`{reason}`**");
         let lines: Vec<&str> = readme.lines().collect();

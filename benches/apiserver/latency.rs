@@ -55,7 +55,7 @@ pub(crate) struct Policy {
 
 impl Policy {
     fn load() -> Result<Self> {
-        let text = std::fs::read_to_string(Path::new(REPO).join(MAP_FIXTURE))?;
+        let text = std::fs::read_to_string(testkit::repo("").join(MAP_FIXTURE))?;
         let (mut policy, mut binding) = (None, None);
         for document in serde_yaml::Deserializer::from_str(&text) {
             let value = serde_yaml::Value::deserialize(document)?;

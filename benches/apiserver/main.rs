@@ -86,7 +86,6 @@ use objects::*;
 use startup::*;
 use stats::*;
 
-const REPO: &str = env!("CARGO_MANIFEST_DIR");
 const BIN: &str = env!("CARGO_BIN_EXE_eval-admission");
 const MAP_FIXTURE: &str = "benches/fixtures/mutating-admission-policy.yaml";
 /// The MutatingAdmissionPolicy API in Kubernetes 1.35: beta, off by default.
@@ -126,7 +125,8 @@ impl Settings {
                 Err(_) => Ok(if smoke { smoke_value } else { full }),
             }
         };
-        let out = std::env::var_os("BENCH_OUT").map(PathBuf::from).unwrap_or_else(|| Path::new(REPO).join("bench-out"));
+        let out =
+            std::env::var_os("BENCH_OUT").map(PathBuf::from).unwrap_or_else(|| testkit::repo("").join("bench-out"));
         std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
         let out = std::path::absolute(&out)?;
         Ok(Self {
@@ -157,7 +157,7 @@ impl Settings {
 type Cluster = Environment;
 
 fn cluster_up() -> Result<Cluster> {
-    Environment::start(&APISERVER_FLAGS, Path::new(BIN), &Path::new(REPO).join("manifests/base/config.yaml"), false)
+    Environment::start(&APISERVER_FLAGS, Path::new(BIN), &testkit::repo("").join("manifests/base/config.yaml"), false)
 }
 
 async fn kube_client(kubeconfig: &Path) -> Result<kube::Client> {

@@ -27,7 +27,7 @@ pub(crate) async fn start_once(settings: &Settings, cluster: &Cluster, run: usiz
     let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build()?;
     let launch = testkit::Serve::new(BIN, &cluster.webhook.cert, &cluster.webhook.key)
         .arg("--config")
-        .arg(Path::new(REPO).join("manifests/base/config.yaml"))
+        .arg(testkit::repo("").join("manifests/base/config.yaml"))
         .args(["--shutdown-delay", "0s"])
         .env("KUBECONFIG", &cluster.plane.kubeconfig)
         .env("RUST_LOG", "info")

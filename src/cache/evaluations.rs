@@ -22,8 +22,9 @@ use crate::workload::{Stored, WorkloadKind};
 /// How often a kind the API server does not serve (JobSet before its CRD) is looked for again.
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(30);
 
-/// Decodes a stored object of `kind`, kept only if the config selects it.
-fn selected(config: &Config, kind: WorkloadKind, object: &Value) -> Option<Stored> {
+/// Decodes a stored object of `kind`, kept only if the config selects it:
+/// what the watch does with each object it lists.
+pub fn select(config: &Config, kind: WorkloadKind, object: &Value) -> Option<Stored> {
     let stored = Stored::decode_as(kind, object).ok()?;
     config.evaluation_selector(kind, &stored.workload)?;
     Some(stored)
@@ -146,7 +147,7 @@ async fn follow(
     futures::pin_mut!(stream);
     let decode = |object: DynamicObject| {
         let value = serde_json::to_value(object).ok()?;
-        selected(&config, kind, &value)
+        select(&config, kind, &value)
     };
     let key = |object: &DynamicObject| {
         (kind, object.metadata.namespace.clone().unwrap_or_default(), object.metadata.name.clone().unwrap_or_default())
@@ -195,16 +196,16 @@ mod tests {
                    "spec": {"suspend": suspend, "template": {"spec": {"containers": []}}}})
         };
         let evalhub = json!({"app": "evalhub", "component": "evaluation-job"});
-        let stored = selected(&config, WorkloadKind::Job, &job(evalhub.clone(), true)).unwrap();
+        let stored = select(&config, WorkloadKind::Job, &job(evalhub.clone(), true)).unwrap();
         assert_eq!(
             (stored.uid.as_str(), stored.stage, stored.namespace(), stored.name()),
             ("u-1", Stage::Queued, "n", "e")
         );
-        assert!(selected(&config, WorkloadKind::Job, &job(json!({"app": "web"}), false)).is_none());
+        assert!(select(&config, WorkloadKind::Job, &job(json!({"app": "web"}), false)).is_none());
 
         let evaluations = Evaluations::of([stored]);
         let changes = evaluations.subscribe();
-        let running = selected(&config, WorkloadKind::Job, &job(evalhub, false)).unwrap();
+        let running = select(&config, WorkloadKind::Job, &job(evalhub, false)).unwrap();
         evaluations.apply(running);
         assert_eq!(evaluations.len(), 1, "the same key replaced");
         assert_eq!(evaluations.all()[0].stage, Stage::Running);

@@ -28,9 +28,19 @@ pub use process::{Process, tail};
 pub use serve::{Ready, Serve, Served};
 pub use workload::{JobBuilder, JobSetBuilder};
 
-/// A path in the repository (this crate sits in its `testkit/` folder).
+/// A path in the repository (this crate sits in its `testkit/` folder),
+/// found at run time from the package cargo runs (`CARGO_MANIFEST_DIR` of the
+/// test or bench, else the working directory): builds are shared between
+/// clones through one `CARGO_TARGET_DIR`, and cargo reuses a build made in
+/// another clone, whose compile-time path would name that clone's files.
 pub fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("testkit sits in the repository").join(path)
+    let running = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).or_else(|| std::env::current_dir().ok());
+    let root = running
+        .and_then(|dir| dir.ancestors().find(|dir| dir.join("testkit/Cargo.toml").is_file()).map(Path::to_path_buf));
+    root.unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("testkit sits in the repository").to_path_buf()
+    })
+    .join(path)
 }
 
 /// A port nothing listens on now (the kernel's pick; the tiny window before

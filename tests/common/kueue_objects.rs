@@ -101,3 +101,17 @@ pub fn owned_by(object: &Value, kind: &str, name: &str) -> bool {
         .as_array()
         .is_some_and(|owners| owners.iter().any(|owner| owner["kind"] == kind && owner["name"] == name))
 }
+
+/// The audit's Warning Events (reportingController `eval-admission.io/audit`)
+/// on the workload `name` in `namespace`; none when kubectl fails (callers poll).
+pub fn audit_events(kubectl: &Kubectl, namespace: &str, name: &str) -> Vec<Value> {
+    let Ok(listed) = kubectl.run(&["get", "events.events.k8s.io", "-n", namespace, "-o", "json"], None) else {
+        return Vec::new();
+    };
+    let listed: Value = serde_json::from_str(&listed).unwrap_or_default();
+    let events = listed["items"].as_array().into_iter().flatten();
+    events
+        .filter(|event| event["regarding"]["name"] == name && event["reportingController"] == "eval-admission.io/audit")
+        .cloned()
+        .collect()
+}

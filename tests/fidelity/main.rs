@@ -417,7 +417,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 }
 
 fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+    testkit::repo(path)
 }
 
 /// Writes one disagreement as a ready-to-run `review` case.

@@ -32,7 +32,7 @@ pub struct KueueVerdict {
 /// release tests/kueue/go.mod pins) and returns its path. Builds need Go,
 /// which the project machines have; the build is skipped when nothing changed.
 pub fn build(release: Option<&str>) -> PathBuf {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let repo = testkit::repo("");
     let output = Command::new(repo.join("hack/build-oracle.sh"))
         .args(release)
         .stderr(Stdio::inherit())

@@ -9,22 +9,6 @@ use super::*;
 const AUDIT_WAIT: Duration = Duration::from_secs(30);
 
 impl Cluster {
-    /// The audit's Events on `job` in `namespace`.
-    fn audit_events(&self, namespace: &str, job: &str) -> Vec<Value> {
-        let listed: Value =
-            serde_json::from_str(&self.ok(&["get", "events.events.k8s.io", "-n", namespace, "-o", "json"], None))
-                .unwrap();
-        listed["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|event| {
-                event["regarding"]["name"] == job && event["reportingController"] == "eval-admission.io/audit"
-            })
-            .cloned()
-            .collect()
-    }
-
     /// `eval_admission_audit_findings` for this namespace and reason.
     fn findings_gauge(&self, namespace: &str, reason: &str) -> Option<i64> {
         let metrics = common::control_plane::http_get(self.webhook.admin_port, "/metrics")?;
@@ -86,7 +70,7 @@ fn the_audit_reports_what_changed_under_queued_and_running_evaluations() {
     let narrowed = format!(r#"{{"spec":{{"namespaceSelector":{{"matchLabels":{{"audit":"nobody-{s}"}}}}}}}}"#);
     cluster.ok(&["patch", "clusterqueue.kueue.x-k8s.io", &cq, "--type=merge", "-p", &narrowed], None);
     let event = wait_for("the audit's Event on the waiting Job", AUDIT_WAIT, || {
-        cluster.audit_events(&ns, "waiting").into_iter().next()
+        kueue_objects::audit_events(cluster, &ns, "waiting").into_iter().next()
     });
     assert_eq!((event["type"].as_str(), event["reason"].as_str()), (Some("Warning"), Some("NamespaceNotSelected")));
     let note = event["note"].as_str().unwrap();
@@ -112,7 +96,7 @@ fn the_audit_reports_what_changed_under_queued_and_running_evaluations() {
     assert_eq!(report["results"][0]["message"], note);
     // Seen again in later rounds: still one Event.
     std::thread::sleep(Duration::from_secs(5));
-    assert_eq!(cluster.audit_events(&ns, "waiting").len(), 1);
+    assert_eq!(kueue_objects::audit_events(cluster, &ns, "waiting").len(), 1);
 
     let restored = format!(r#"{{"spec":{{"namespaceSelector":{{"matchLabels":{{"audit":"{s}"}}}}}}}}"#);
     cluster.ok(&["patch", "clusterqueue.kueue.x-k8s.io", &cq, "--type=merge", "-p", &restored], None);
@@ -132,11 +116,11 @@ fn the_audit_reports_what_changed_under_queued_and_running_evaluations() {
     ]);
     cluster.create(&evaluation(&ns2, "borrowing", "2", &[], &[]));
     wait_admitted(cluster, &ns2, "borrowing");
-    assert!(cluster.audit_events(&ns2, "borrowing").is_empty());
+    assert!(kueue_objects::audit_events(cluster, &ns2, "borrowing").is_empty());
     let reclaim = r#"{"spec":{"preemption":{"reclaimWithinCohort":"Any"}}}"#;
     cluster.ok(&["patch", "clusterqueue.kueue.x-k8s.io", &lender, "--type=merge", "-p", reclaim], None);
     let event = wait_for("the audit's Event on the running Job", AUDIT_WAIT, || {
-        cluster.audit_events(&ns2, "borrowing").into_iter().next()
+        kueue_objects::audit_events(cluster, &ns2, "borrowing").into_iter().next()
     });
     assert_eq!(event["reason"], "Preemptible");
     assert!(event["note"].as_str().unwrap().contains("Kueue could preempt it"), "{event}");

@@ -34,7 +34,7 @@ mod kubectl;
 mod kueue;
 mod plane;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 // Each user of this module takes a different part of these.
 #[allow(unused_imports)]
@@ -55,8 +55,6 @@ pub use testkit::pki::{Ca, Usage};
 pub use testkit::process::{Launch, Process, tail};
 #[allow(unused_imports)]
 pub use testkit::{free_port, http_get, http_ok, poll};
-
-const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Kueue's identity in the test environment: a client certificate user, which
 /// tests/kueue/eval-admission-config.yaml allows to unsuspend.
@@ -89,5 +87,5 @@ impl Network {
 }
 
 pub fn repo(path: &str) -> PathBuf {
-    Path::new(REPO).join(path)
+    testkit::repo(path)
 }
