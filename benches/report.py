@@ -3,7 +3,7 @@
 
     report.py RESULTS_DIR CRITERION_DIR OUT_MARKDOWN OUT_PNG
 
-RESULTS_DIR holds load.json, scale.json, growth.json, costliest.json and apiserver.json (written by the
+RESULTS_DIR holds load.json, scale.json, growth.json, costliest.json, audit.json and apiserver.json (written by the
 benches); CRITERION_DIR is criterion's output (target/criterion). Only what was
 measured is reported: a missing file leaves its section saying so.
 """
@@ -331,6 +331,31 @@ if costliest and costliest.get("rows"):
         slowest = max(r["us"] for r in attack)
         targets.append(("The issue's 4,000 + 4,000 sidecar review (was 12.2 s of CPU)", "< 50 ms or refused",
                         f"{slowest / 1000:.1f} ms, `{attack[0]['reason']}`", slowest < 50_000))
+else:
+    out("Not measured in this run.")
+out("")
+
+# 3d. The audit.
+audit = load("audit.json")
+out("## 3d. The audit at scale")
+out("")
+if audit:
+    out(f"`benches/audit.rs`: {audit['stored']:,} stored Jobs, of which {audit['evaluations']:,} are EvalHub evaluations "
+        "(queued and running in the example cluster's queues), in process. Listing is what the audit's watch does "
+        "with each object (decode, select, prune: `cache::evaluations::select`); the bytes held are the live heap "
+        "(a counting allocator) of the evaluations kept; a round is `server::audit::judge_all`, the median of "
+        f"{audit['rounds']} rounds, on the view as it is and after two ClusterQueues stop selecting the namespace. "
+        "The API server's side of the watch (its pages, the JSON on the wire) is not counted.")
+    out("")
+    out("| what | figure |")
+    out("|---|---:|")
+    out(f"| list {audit['stored']:,} Jobs, keep {audit['evaluations']:,} | {audit['list_seconds']:.2f} s "
+        f"({audit['list_cpu_seconds']:.2f} s CPU) |")
+    out(f"| held for {audit['evaluations']:,} evaluations | {audit['held_bytes'] / 1048576:.1f} MiB "
+        f"({audit['held_bytes'] / audit['evaluations']:,.0f} bytes each) |")
+    out(f"| a round, nothing changed ({audit['round_found']:,} found) | {audit['round_seconds'] * 1000:.0f} ms |")
+    out(f"| a round after the ClusterQueue change ({audit['changed_found']:,} found) | "
+        f"{audit['changed_round_seconds'] * 1000:.0f} ms |")
 else:
     out("Not measured in this run.")
 out("")

@@ -426,7 +426,13 @@ fn an_audit_finding_on_a_queued_benchmark_is_an_event_on_its_jobset() {
         kueue_objects::audit_events(env, &ns, &waiter.jobset()).into_iter().next()
     });
     assert_eq!(event["reason"], "NamespaceNotSelected");
-    assert!(event["note"].as_str().unwrap().contains("AIPerf users: pass --queue-name"), "{event}");
+    // No other LocalQueue in the namespace would admit it: no way out, so no submitters' hint.
+    let note = event["note"].as_str().unwrap();
+    let expected = format!(
+        "JobSet {ns}/{} would stay suspended forever: LocalQueue 'audited-queue' feeds ClusterQueue '{cq}'",
+        waiter.jobset()
+    );
+    assert!(note.starts_with(&expected), "{note}");
     let view = operator.view(&waiter).unwrap();
     eprintln!("AIPerf shows after the audit's finding: phase {}, error {:?}", view.phase, view.error);
     assert_eq!((view.phase.as_str(), view.error.as_deref()), ("Queued", None));

@@ -504,7 +504,10 @@ fn an_audit_finding_on_a_queued_evaluation_is_an_event_on_its_job() {
     });
     assert_eq!(event["reason"], "NamespaceNotSelected");
     let note = event["note"].as_str().unwrap();
-    assert!(note.ends_with("EvalHub users: set queue.name in the evaluation request."), "{note}");
+    // No other LocalQueue in the namespace would admit it: no way out, so no submitters' hint.
+    let expected =
+        format!("Job {ns}/{name} would stay suspended forever: LocalQueue 'eval-queue' feeds ClusterQueue '{cq}'");
+    assert!(note.starts_with(&expected), "{note}");
     let after = evalhub.job(&ns, &id).unwrap();
     println!(
         "EvalHub shows after the audit's finding: {}",

@@ -92,6 +92,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_stored_job_or_jobset_is_decoded_and_anything_else_is_not_a_workload() {
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "e", "namespace": "n", "uid": "u"}, "spec": {"suspend": true}});
+        let stored = Stored::decode(&job).unwrap().unwrap();
+        assert_eq!((stored.kind, stored.uid.as_str(), stored.stage.as_str()), (WorkloadKind::Job, "u", "queued"));
+        assert_eq!((stored.namespace(), stored.name()), ("n", "e"));
+        let jobset = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "s"}});
+        assert_eq!(Stored::decode(&jobset).unwrap().unwrap().kind, WorkloadKind::JobSet);
+        assert!(Stored::decode(&json!({"apiVersion": "apps/v1", "kind": "Deployment"})).is_none());
+        let broken = json!({"apiVersion": "batch/v1", "kind": "Job", "spec": []});
+        assert!(Stored::decode(&broken).unwrap().unwrap_err().starts_with("stored Job: "));
+        assert_eq!(
+            [Stage::Queued, Stage::Running, Stage::Finished].map(Stage::as_str),
+            ["queued", "running", "finished"]
+        );
+    }
+
+    #[test]
     fn suspended_is_queued_unsuspended_is_running_and_a_terminal_condition_ends_both() {
         let job = |suspend: bool, conditions: Value| json!({"spec": {"suspend": suspend}, "status": {"conditions": conditions}});
         assert_eq!(Stage::of(WorkloadKind::Job, &job(true, json!([]))), Stage::Queued);
