@@ -102,11 +102,15 @@ fn main() {
     let rounds = if smoke { 2 } else { 7 };
     let round = |cache: &ClusterCache| {
         let mut times = Vec::new();
-        let mut found = 0;
+        let mut found = std::collections::BTreeMap::<&str, usize>::new();
         for _ in 0..rounds {
             let started = Instant::now();
-            found = judge_all(cache, &evaluations, &config).len();
+            let findings = judge_all(cache, &evaluations, &config);
             times.push(started.elapsed());
+            found.clear();
+            for finding in &findings {
+                *found.entry(finding.reason).or_default() += 1;
+            }
         }
         (median(times), found)
     };
@@ -129,7 +133,7 @@ fn main() {
         held as f64 / count as f64
     );
     println!(
-        "audit: a round over {count}: {steady:.2?} ({steady_found} found); after the ClusterQueue change {changed:.2?} ({changed_found} found)"
+        "audit: a round over {count}: {steady:.2?} (found {steady_found:?}); after the ClusterQueue change {changed:.2?} (found {changed_found:?})"
     );
     let report = json!({
         "stored": stored, "evaluations": count,

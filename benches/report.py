@@ -353,8 +353,9 @@ if audit:
         f"({audit['list_cpu_seconds']:.2f} s CPU) |")
     out(f"| held for {audit['evaluations']:,} evaluations | {audit['held_bytes'] / 1048576:.1f} MiB "
         f"({audit['held_bytes'] / audit['evaluations']:,.0f} bytes each) |")
-    out(f"| a round, nothing changed ({audit['round_found']:,} found) | {audit['round_seconds'] * 1000:.0f} ms |")
-    out(f"| a round after the ClusterQueue change ({audit['changed_found']:,} found) | "
+    found = lambda by_reason: ", ".join(f"{n:,} `{reason}`" for reason, n in sorted(by_reason.items())) or "none"
+    out(f"| a round, nothing changed (found: {found(audit['round_found'])}) | {audit['round_seconds'] * 1000:.0f} ms |")
+    out(f"| a round after the ClusterQueue change (found: {found(audit['changed_found'])}) | "
         f"{audit['changed_round_seconds'] * 1000:.0f} ms |")
 else:
     out("Not measured in this run.")

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::{BadReview, Lookups, MOST_LOOKUPS};
 use crate::config::Config;
 use crate::rules::{self, Finding, Subject};
-use crate::workload::Stored;
+use crate::workload::{Stored, WorkloadKind};
 
 /// One stored workload the audit reported: who, where in its life, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -24,6 +24,16 @@ pub struct Reported {
     /// The workload's uid (empty when it has none, as in a file).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub uid: String,
+}
+
+impl Reported {
+    /// The workload's `apiVersion` (`batch/v1`, `jobset.x-k8s.io/v1alpha2`),
+    /// for references to it.
+    pub fn api_version(&self) -> String {
+        let kind = if self.kind == WorkloadKind::JobSet.as_str() { WorkloadKind::JobSet } else { WorkloadKind::Job };
+        let (group, version) = kind.group_version();
+        format!("{group}/{version}")
+    }
 }
 
 /// What the audit finds about one stored workload: `None` when nothing, or

@@ -67,7 +67,7 @@ impl EventWriter {
                 api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
             }
             None => {
-                let event = self.event(found, name.clone(), note.clone(), now);
+                let event = new_event(found, &self.identity, now);
                 match api.create(&PostParams::default(), &event).await {
                     Err(kube::Error::Api(status)) if status.code == 409 => {}
                     other => {
@@ -86,31 +86,32 @@ impl EventWriter {
         let names: std::collections::HashSet<String> = current.iter().map(|found| event_name(found)).collect();
         self.written.retain(|name, _| names.contains(name));
     }
+}
 
-    fn event(&self, found: &Reported, name: String, note: String, now: MicroTime) -> Event {
-        let (group, version) = match found.kind {
-            "JobSet" => ("jobset.x-k8s.io/", "v1alpha2"),
-            _ => ("batch/", "v1"),
-        };
-        Event {
-            metadata: ObjectMeta { name: Some(name), namespace: Some(found.namespace.clone()), ..Default::default() },
-            event_time: Some(now),
-            type_: Some("Warning".into()),
-            reason: Some(event_reason(found.reason)),
-            action: Some("Audit".into()),
-            note: Some(note),
-            regarding: Some(ObjectReference {
-                api_version: Some(format!("{group}{version}")),
-                kind: Some(found.kind.into()),
-                name: Some(found.name.clone()),
-                namespace: Some(found.namespace.clone()),
-                uid: (!found.uid.is_empty()).then(|| found.uid.clone()),
-                ..Default::default()
-            }),
-            reporting_controller: Some(AUDIT_CONTROLLER.into()),
-            reporting_instance: Some(self.identity.clone()),
+/// The Event for `found`, as this replica (`identity`) writes it first.
+fn new_event(found: &Reported, identity: &str, now: MicroTime) -> Event {
+    Event {
+        metadata: ObjectMeta {
+            name: Some(event_name(found)),
+            namespace: Some(found.namespace.clone()),
             ..Default::default()
-        }
+        },
+        event_time: Some(now),
+        type_: Some("Warning".into()),
+        reason: Some(event_reason(found.reason)),
+        action: Some("Audit".into()),
+        note: Some(fit_note(&found.message)),
+        regarding: Some(ObjectReference {
+            api_version: Some(found.api_version()),
+            kind: Some(found.kind.into()),
+            name: Some(found.name.clone()),
+            namespace: Some(found.namespace.clone()),
+            uid: (!found.uid.is_empty()).then(|| found.uid.clone()),
+            ..Default::default()
+        }),
+        reporting_controller: Some(AUDIT_CONTROLLER.into()),
+        reporting_instance: Some(identity.to_string()),
+        ..Default::default()
     }
 }
 
@@ -202,6 +203,30 @@ mod tests {
         let mut hasher = Fnv64::default();
         std::hash::Hasher::write(&mut hasher, b"a");
         assert_eq!(std::hash::Hasher::finish(&hasher), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn the_event_is_a_warning_on_the_workload_from_the_audit() {
+        let now = MicroTime(Timestamp::from_second(1_800_000_000).unwrap());
+        let event = serde_json::to_value(new_event(&found("missing-local-queue"), "replica-1", now.clone())).unwrap();
+        let name = event_name(&found("missing-local-queue"));
+        assert_eq!(
+            event,
+            json!({
+                "apiVersion": "events.k8s.io/v1", "kind": "Event",
+                "metadata": {"name": name, "namespace": "team-a"},
+                "eventTime": "2027-01-15T08:00:00.000000Z",
+                "type": "Warning", "reason": "MissingLocalQueue", "action": "Audit", "note": "m",
+                "regarding": {"apiVersion": "batch/v1", "kind": "Job", "name": "eval-1", "namespace": "team-a", "uid": "u"},
+                "reportingController": "eval-admission.io/audit", "reportingInstance": "replica-1",
+            })
+        );
+        let jobset = Reported { kind: "JobSet", uid: String::new(), ..found("preemptible") };
+        let event = serde_json::to_value(new_event(&jobset, "replica-1", now)).unwrap();
+        assert_eq!(
+            event["regarding"],
+            json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "eval-1", "namespace": "team-a"})
+        );
     }
 
     #[test]

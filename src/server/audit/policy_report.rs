@@ -145,8 +145,7 @@ fn result_of(found: &Reported) -> &'static str {
 }
 
 fn resource_of(found: &Reported) -> Value {
-    let api_version = if found.kind == "JobSet" { "jobset.x-k8s.io/v1alpha2" } else { "batch/v1" };
-    let mut reference = json!({"apiVersion": api_version, "kind": found.kind, "name": found.name,
+    let mut reference = json!({"apiVersion": found.api_version(), "kind": found.kind, "name": found.name,
                                "namespace": found.namespace});
     if !found.uid.is_empty() {
         reference["uid"] = json!(found.uid);
