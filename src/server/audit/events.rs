@@ -237,5 +237,7 @@ mod tests {
         let long = "é".repeat(700);
         let fitted = fit_note(&long);
         assert!(fitted.len() <= MOST_NOTE_BYTES && fitted.ends_with("… (cut)"), "{}", fitted.len());
+        // All of the note it may: at most one byte short, to end on a character.
+        assert!(fitted.len() >= MOST_NOTE_BYTES - 1, "{}", fitted.len());
     }
 }
