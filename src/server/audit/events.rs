@@ -44,8 +44,8 @@ impl EventWriter {
     }
 
     /// Writes `found`'s Event, or adds to its series; nothing when this
-    /// writer wrote the same note lately.
-    pub async fn report(&mut self, found: &Reported) -> Result<(), kube::Error> {
+    /// writer wrote the same note lately. Says whether it called the API.
+    pub async fn report(&mut self, found: &Reported) -> Result<bool, kube::Error> {
         let name = event_name(found);
         let note = fit_note(&found.message);
         if let Some(written) = self.written.get(&name)
@@ -53,7 +53,7 @@ impl EventWriter {
             && written.note == note
             && written.at.elapsed() < EVENT_REFRESH
         {
-            return Ok(());
+            return Ok(false);
         }
         let api: Api<Event> = Api::namespaced(self.client.clone(), &found.namespace);
         let now = MicroTime(Timestamp::now());
@@ -77,7 +77,7 @@ impl EventWriter {
             }
         }
         self.written.insert(name, Written { namespace: found.namespace.clone(), note, at: Instant::now() });
-        Ok(())
+        Ok(true)
     }
 
     /// Forgets what it wrote of findings no longer there (memory stays the

@@ -38,7 +38,10 @@ use crate::telemetry::{AuditWriteLabels, FindingLabels, Metrics};
 use events::EventWriter;
 use policy_report::PolicyReports;
 
-pub use events::event_name;
+/// At most this many Events are looked up or written in one round: a change
+/// that makes thousands of findings at once is reported over a few rounds,
+/// a debounce apart, rather than as one burst at the API server.
+pub const MOST_EVENT_CALLS_PER_ROUND: usize = 500;
 
 /// At most this many namespaces are counted apart in `audit_findings`; the
 /// rest as `(other)`, so the series stay bounded however many namespaces have findings.
@@ -174,28 +177,48 @@ impl Auditor {
             let findings = tokio::task::block_in_place(|| judge_all(cache, evaluations, config));
             self.metrics.audit_round_seconds.set(started.elapsed().as_secs_f64());
             self.metrics.audit_evaluations.set(i64::try_from(evaluations.len()).unwrap_or(i64::MAX));
-            self.publish(&findings).await;
+            let budget_spent = self.publish(&findings).await;
             self.metrics.audit_rounds.inc();
             tracing::debug!(findings = findings.len(), seconds = started.elapsed().as_secs_f64(), "audit round");
-            next_round(cache, evaluations, args, seen).await;
+            if budget_spent {
+                // The rest of the Events next, a debounce from now.
+                tokio::time::sleep(args.audit_debounce).await;
+            } else {
+                next_round(cache, evaluations, args, seen).await;
+            }
         }
     }
 
-    async fn publish(&mut self, findings: &[Reported]) {
+    /// Reports the round's findings; true when the round's Event budget was
+    /// spent before every finding had its Event. A refused write ends the
+    /// round's Events too (RBAC or a quota would refuse the rest), counted and
+    /// logged once; they are tried again next round.
+    async fn publish(&mut self, findings: &[Reported]) -> bool {
         let mut by_namespace: BTreeMap<&str, Vec<&Reported>> = BTreeMap::new();
         for found in findings {
             by_namespace.entry(found.namespace.as_str()).or_default().push(found);
         }
         self.count(&by_namespace);
+        let mut calls = 0;
+        let mut budget_spent = false;
         for found in findings {
-            if let Err(error) = self.events.report(found).await {
-                self.failed("event", &error);
+            if calls == MOST_EVENT_CALLS_PER_ROUND {
+                budget_spent = true;
+                break;
+            }
+            match self.events.report(found).await {
+                Ok(called) => calls += usize::from(called),
+                Err(error) => {
+                    self.failed("event", &error);
+                    break;
+                }
             }
         }
         self.events.keep_only(&findings.iter().collect::<Vec<_>>());
         if let Err(error) = self.reports.publish(&by_namespace).await {
             self.failed("policyreport", &error);
         }
+        budget_spent
     }
 
     /// The findings gauge made to say these findings: series no longer found
