@@ -28,9 +28,18 @@ pub struct Finding {
 }
 
 /// The finding in a verdict of [`super::validate_create`] on a workload at `stage`.
+///
+/// A WorkloadPriorityClass deleted after the create is no finding: Kueue
+/// resolved it into the Workload when it made one, and resolves it again only
+/// when the workload's class label changes (v0.19.2
+/// `jobframework.updateWorkloadPriorities`: "resolving only when at least one
+/// workload needs a transition"), so the Workload keeps its priority and is
+/// admitted as before. (A stored evaluation passed the webhook, so its class
+/// existed when Kueue made its Workload.)
 pub(super) fn kept(stage: Stage, verdict: Verdict) -> Option<Finding> {
     let Verdict::Deny(denial) = verdict else { return None };
     let matters = match stage {
+        _ if denial.reason == Reason::MissingWorkloadPriorityClass => false,
         Stage::Queued => true,
         Stage::Running => denial.reason == Reason::Preemptible,
         Stage::Finished => false,
@@ -113,6 +122,20 @@ mod tests {
             assert_eq!(found.reason, Reason::Preemptible, "{stage:?}");
         }
         assert_eq!(audit_existing(&config, &view, job_subject(&exposed), Stage::Finished), None);
+
+        // Its class deleted since: Kueue keeps the priority its Workload got.
+        let declassed = evalhub_job_with(
+            "team-a-namespace",
+            Some("eval-queue"),
+            &[("kueue.x-k8s.io/priority-class", "deleted-since")],
+        );
+        let Verdict::Deny(denial) = validate_create(&config, &view, job_subject(&declassed)) else { panic!() };
+        assert_eq!(denial.reason, Reason::MissingWorkloadPriorityClass, "a create is refused");
+        assert_eq!(
+            audit_existing(&config, &view, job_subject(&declassed), Stage::Queued),
+            None,
+            "a stored one waits no longer"
+        );
 
         let admitted = evalhub_job("team-a-namespace", Some("eval-queue"));
         for stage in [Stage::Queued, Stage::Running, Stage::Finished] {
