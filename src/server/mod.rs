@@ -172,8 +172,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
         }
     };
     // The audit needs the live cluster: a state file holds no workloads to audit.
-    let audit = live_client.and_then(|client| {
-        audit::start(client, cluster.clone(), config.clone(), metrics.clone(), args.audit.clone(), shutdown.clone())
+    if !args.audit.is_on() {
+        tracing::info!("audit off (--audit-interval 0s)");
+    }
+    let audit = live_client.filter(|_| args.audit.is_on()).map(|client| {
+        let (cluster, config, metrics) = (cluster.clone(), config.clone(), metrics.clone());
+        tokio::spawn(audit::run(client, cluster, config, metrics, args.audit.clone(), shutdown.clone()))
     });
 
     let listener =

@@ -25,7 +25,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube_lease_manager::LeaseManagerBuilder;
-use tokio::task::JoinHandle;
 
 use super::duration;
 use super::shutdown::{Phase, Shutdown};
@@ -72,23 +71,14 @@ pub struct AuditArgs {
     pub audit_identity: Option<String>,
 }
 
-/// Starts the audit; it runs until the shutdown begins, then gives the Lease up.
-pub fn start(
-    client: kube::Client,
-    cache: Arc<ClusterCache>,
-    config: Arc<Config>,
-    metrics: Arc<Metrics>,
-    args: AuditArgs,
-    shutdown: Shutdown,
-) -> Option<JoinHandle<()>> {
-    if args.audit_interval.is_zero() {
-        tracing::info!("audit off (--audit-interval 0s)");
-        return None;
+impl AuditArgs {
+    pub fn is_on(&self) -> bool {
+        !self.audit_interval.is_zero()
     }
-    Some(tokio::spawn(run(client, cache, config, metrics, args, shutdown)))
 }
 
-async fn run(
+/// The audit, until the shutdown begins; then it gives the Lease up.
+pub async fn run(
     client: kube::Client,
     cache: Arc<ClusterCache>,
     config: Arc<Config>,
