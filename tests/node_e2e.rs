@@ -429,7 +429,9 @@ async fn losing_a_replica_loses_only_the_calls_already_routed_to_it() {
         // A new connection is refused, or one the API server kept alive
         // breaks: named by the dead address, or, when the kernel closed the
         // killed process's socket just as the API server reused it, by Go's
-        // `errServerClosedIdle` (net/http), which names no address. The other
+        // `errServerClosedIdle` (net/http), or by a bare `EOF` read on it
+        // before any response (a POST is not retried), neither of which names
+        // an address (seen once in a cold run, 88 ms after the kill). The other
         // replica closes no connection so young (its idle deadline is 120 s,
         // and it evicts only at its connection cap). The kubelet's restart of
         // the container, at the same address and still listed ready, holds
@@ -439,7 +441,8 @@ async fn losing_a_replica_loses_only_the_calls_already_routed_to_it() {
             && ["connection refused", "broken pipe", "connection reset by peer", "EOF"]
                 .iter()
                 .any(|cause| failure.error.contains(cause)))
-            || failure.error.contains("http: server closed idle connection");
+            || failure.error.contains("http: server closed idle connection")
+            || failure.error.contains("\": EOF");
         assert!(!failure.error.contains("not synced"), "a create lost to a replica not synced yet: {}", failure.error);
         let while_down = failure.at >= killed_at && failure.at <= recovered_at;
         let since = failure.at.saturating_duration_since(killed_at);
