@@ -1,12 +1,14 @@
-//! `eval-admission review`: the API server's admission chain, offline. Runs the
-//! mutating webhook, applies its patch, runs the validating webhook on the result,
-//! and prints both responses and the mutated object.
+//! The commands. `eval-admission review`: the API server's admission chain on
+//! a request, against a cluster file or the live cluster (`live`). Runs the
+//! mutating webhook, applies its patch, runs the validating webhook on the
+//! result, and prints both responses and the mutated object; for a stored
+//! `KIND/NAME`, what the `audit` finds of it. `manifests`: the webhook
+//! configurations rendered from the config.
 
 mod audit;
 mod live;
 
 pub use audit::{AuditReport, Source, audit};
-pub use live::LiveCluster;
 
 use std::path::Path;
 
@@ -61,8 +63,7 @@ pub fn review(
     if let Some((kind, name)) = stored {
         return audit::audit_stored(source, config, kind, name, namespace).map(Reviewed::Stored);
     }
-    let config_path = config;
-    let config = Config::load(config_path)?;
+    let config = Config::load(config)?;
     let request = Path::new(request);
     // No AdmissionReview is larger.
     let most = admission::MOST_REVIEW_BYTES as u64;
