@@ -102,6 +102,22 @@ impl Evaluations {
         }
     }
 
+    /// `kind` is not served: none of it is held, and none is waited for.
+    /// A change only if some was held (discovery asks again every 30 s, and
+    /// each change starts an audit round).
+    fn not_served(&self, kind: WorkloadKind) {
+        let held = {
+            let mut stored = self.stored.write().unwrap_or_else(|p| p.into_inner());
+            let before = stored.len();
+            stored.retain(|(held, _, _), _| *held != kind);
+            stored.len() != before
+        };
+        self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&kind);
+        if held {
+            self.changes.send_modify(|n| *n += 1);
+        }
+    }
+
     /// A (re)list: what was listed replaces what was held of `kind`.
     fn replace(&self, kind: WorkloadKind, listed: Vec<Stored>) {
         {
@@ -129,10 +145,8 @@ async fn follow(
     let resource = loop {
         match super::served_resource(&client, group, kind.as_str()).await {
             Ok(Some(resource)) => break resource,
-            Ok(None) => {
-                // Nothing of it to audit until it is served.
-                evaluations.replace(kind, Vec::new());
-            }
+            // Nothing of it to audit until it is served.
+            Ok(None) => evaluations.not_served(kind),
             Err(error) => tracing::warn!(%kind, %error, "discovery failed; trying again"),
         }
         tokio::time::sleep(DISCOVERY_INTERVAL).await;
@@ -212,5 +226,11 @@ mod tests {
         assert!(changes.has_changed().unwrap());
         evaluations.remove(&(WorkloadKind::Job, "n".into(), "e".into()));
         assert!(evaluations.is_empty());
+
+        // An unserved kind waits for nothing, and changes nothing when none was held.
+        evaluations.pending.lock().unwrap().insert(WorkloadKind::JobSet);
+        let changes = evaluations.subscribe();
+        evaluations.not_served(WorkloadKind::JobSet);
+        assert!(evaluations.is_synced() && !changes.has_changed().unwrap());
     }
 }
