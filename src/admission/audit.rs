@@ -36,6 +36,11 @@ impl Reported {
     }
 }
 
+/// Puts findings in the order reports show them: by namespace, name, kind.
+pub fn sort(findings: &mut [Reported]) {
+    findings.sort_by(|a, b| (&a.namespace, &a.name, a.kind).cmp(&(&b.namespace, &b.name, b.kind)));
+}
+
 /// What the audit finds about one stored workload: `None` when nothing, or
 /// when it is not a kind this server reviews. A finding that rests on a
 /// missing object is confirmed through `lookups` first; a found object has

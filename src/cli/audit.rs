@@ -94,7 +94,7 @@ async fn judge_all<L: Lookups + Sync>(
     for workload in workloads {
         findings.extend(audit_one(config, lookups, workload).await?);
     }
-    findings.sort_by(|a, b| (&a.namespace, &a.name, a.kind).cmp(&(&b.namespace, &b.name, b.kind)));
+    crate::admission::audit::sort(&mut findings);
     Ok((workloads.len(), findings))
 }
 

@@ -262,7 +262,7 @@ pub fn judge_all(cache: &ClusterCache, evaluations: &Evaluations, config: &Confi
             run_offline(audit_stored(config, &Offline(&*view), stored)).ok().flatten()
         })
         .collect();
-    findings.sort_by(|a, b| (&a.namespace, &a.name, a.kind).cmp(&(&b.namespace, &b.name, b.kind)));
+    crate::admission::audit::sort(&mut findings);
     findings
 }
 
