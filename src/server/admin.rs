@@ -10,12 +10,14 @@ use axum::routing::get;
 
 use super::routes::text;
 use super::shutdown::Shutdown;
+use super::tls::CertStore;
 use crate::cache::ClusterCache;
 use crate::telemetry::Metrics;
 
 #[derive(Clone)]
 pub struct AdminState {
     pub cluster: Arc<ClusterCache>,
+    pub certificates: Arc<CertStore>,
     pub metrics: Arc<Metrics>,
     pub shutdown: Shutdown,
 }
@@ -40,6 +42,13 @@ pub fn router(state: AdminState) -> Router {
 async fn readyz(State(admin): State<AdminState>) -> Response {
     if admin.shutdown.is_draining() {
         return text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n");
+    }
+    // Self-managed (--tls-secret): until the Secret's pair is trusted by the webhooks.
+    if !admin.certificates.is_serving() {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no serving certificate yet: waiting for the Secret's pair and its authority in the webhook configurations\n",
+        );
     }
     let pending = admin.cluster.pending_kinds();
     if !pending.is_empty() {

@@ -2,9 +2,11 @@
 
 pub mod admin;
 pub mod audit;
+pub mod certificates;
 pub mod body_budget;
 pub mod connections;
 pub mod deadlines;
+mod der;
 pub mod duration;
 mod review_error;
 pub mod routes;
@@ -48,12 +50,14 @@ pub struct ServeArgs {
     #[arg(long, env = "EVAL_ADMISSION_MAX_CONNECTIONS", default_value_t = WEBHOOK_CONNECTIONS.max_connections,
           value_parser = clap::value_parser!(u16).range(1..).map(usize::from))]
     pub max_connections: usize,
-    /// Serving certificate (PEM, leaf first); re-read when it changes.
-    #[arg(long, env = "EVAL_ADMISSION_TLS_CERT")]
-    pub tls_cert: PathBuf,
+    /// Serving certificate (PEM, leaf first); re-read when it changes. Or --tls-secret.
+    #[arg(long, env = "EVAL_ADMISSION_TLS_CERT", required_unless_present = "tls_secret", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
     /// Serving key (PEM); re-read when it changes.
-    #[arg(long, env = "EVAL_ADMISSION_TLS_KEY")]
-    pub tls_key: PathBuf,
+    #[arg(long, env = "EVAL_ADMISSION_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub certificates: certificates::CertificateArgs,
     /// CA (PEM) that callers' client certificates must chain to; without it
     /// anyone who reaches the port is answered. Re-read when it changes.
     #[arg(long, env = "EVAL_ADMISSION_CLIENT_CA_FILE")]
@@ -147,7 +151,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     let mut metrics = Metrics::new();
     metrics.count_dropped_log_lines(logging.dropped_lines());
     let metrics = Arc::new(metrics);
-    let certificates = Arc::new(tls::CertStore::load(&args.tls_cert, &args.tls_key)?);
+    let certificates = Arc::new(match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => tls::CertStore::load(cert, key)?,
+        // --tls-secret: filled by the self-managed certificates below.
+        _ => tls::CertStore::empty(),
+    });
     let client_auth = match &args.client_ca_file {
         Some(ca) => Some(Arc::new(tls::ClientAuth::load(ca, &args.client_names, &metrics)?)),
         None => None,
@@ -171,6 +179,15 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
             cache
         }
     };
+    if let Some(secret) = &args.certificates.tls_secret {
+        let client = match &live_client {
+            Some(client) => client.clone(),
+            None => kube::Client::try_default().await?,
+        };
+        let store = certificates.clone();
+        let managed = certificates::SelfManaged::new(client, secret.clone(), &args.certificates, store, metrics.clone());
+        tokio::spawn(managed.run(shutdown.clone()));
+    }
     // The audit needs the live cluster: a state file holds no workloads to audit.
     if !args.audit.is_on() {
         tracing::info!("audit off (--audit-interval 0s)");
@@ -188,13 +205,16 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     tracing::info!(listen = %args.listen, admin = %args.admin_listen, noop = args.noop, "eval-admission serving");
 
     tokio::spawn(on_signals);
-    tokio::spawn(tls::watch(certificates, args.cert_reload_interval, metrics.clone()));
+    if args.tls_cert.is_some() {
+        tokio::spawn(tls::watch(certificates.clone(), args.cert_reload_interval, metrics.clone()));
+    }
     if let Some(client_auth) = client_auth {
         tokio::spawn(tls::watch_client_ca(client_auth, args.cert_reload_interval));
     }
 
     let admin = admin::router(admin::AdminState {
         cluster: cluster.clone(),
+        certificates,
         metrics: metrics.clone(),
         shutdown: shutdown.clone(),
     });

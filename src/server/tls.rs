@@ -21,15 +21,17 @@ use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
 
+use super::der;
 use crate::error::Error;
 use crate::telemetry::{ClientRefusalLabels, Metrics};
 
-/// The current certificate and key, swapped atomically for new handshakes.
+/// The current certificate and key, swapped atomically for new handshakes:
+/// read from files (`--tls-cert`, `--tls-key`) or offered by the
+/// self-managed certificates ([`super::certificates`]), which start it empty.
 #[derive(Debug)]
 pub struct CertStore {
-    cert_path: PathBuf,
-    key_path: PathBuf,
-    current: RwLock<Loaded>,
+    files: Option<(PathBuf, PathBuf)>,
+    current: RwLock<Option<Loaded>>,
     /// Fingerprint of the last pair that failed to load, so it is reported once.
     rejected: std::sync::Mutex<Option<u64>>,
 }
@@ -47,32 +49,51 @@ impl CertStore {
         let (bytes, fingerprint) = read_pair(cert_path, key_path)?;
         let loaded = parse_pair(&bytes.0, &bytes.1, fingerprint)?;
         Ok(Self {
-            cert_path: cert_path.into(),
-            key_path: key_path.into(),
-            current: RwLock::new(loaded),
+            files: Some((cert_path.into(), key_path.into())),
+            current: RwLock::new(Some(loaded)),
             rejected: std::sync::Mutex::new(None),
         })
     }
 
+    /// A store with nothing to serve yet: handshakes fail until [`offer`](Self::offer).
+    pub fn empty() -> Self {
+        Self { files: None, current: RwLock::new(None), rejected: std::sync::Mutex::new(None) }
+    }
+
+    /// Whether there is a certificate to serve.
+    pub fn is_serving(&self) -> bool {
+        self.current.read().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
     /// Unix seconds of the serving certificate's notAfter.
     pub fn not_after(&self) -> Option<i64> {
-        self.current.read().unwrap_or_else(|p| p.into_inner()).not_after
+        self.current.read().unwrap_or_else(|p| p.into_inner()).as_ref()?.not_after
     }
 
     /// Re-reads the files; returns `Ok(true)` when a new pair took effect,
-    /// `Ok(false)` when nothing changed (or the same bad pair is still there),
-    /// `Err` when changed files are unusable.
+    /// `Ok(false)` when nothing changed (or the same bad pair is still there,
+    /// or the store has no files), `Err` when changed files are unusable.
     pub fn reload(&self) -> Result<bool, Error> {
-        let (bytes, fingerprint) = read_pair(&self.cert_path, &self.key_path)?;
+        let Some((cert_path, key_path)) = &self.files else { return Ok(false) };
+        let ((cert, key), fingerprint) = read_pair(cert_path, key_path)?;
+        self.install(&cert, &key, fingerprint)
+    }
+
+    /// Serves this pair (PEM) from the next handshake on, unless it is the one
+    /// served already; as [`reload`](Self::reload) for its result.
+    pub fn offer(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<bool, Error> {
+        self.install(cert_pem, key_pem, fingerprint(cert_pem, key_pem))
+    }
+
+    fn install(&self, cert_pem: &[u8], key_pem: &[u8], fingerprint: u64) -> Result<bool, Error> {
         let mut rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
-        if fingerprint == self.current.read().unwrap_or_else(|p| p.into_inner()).fingerprint
-            || *rejected == Some(fingerprint)
-        {
+        let current = self.current.read().unwrap_or_else(|p| p.into_inner()).as_ref().map(|loaded| loaded.fingerprint);
+        if current == Some(fingerprint) || *rejected == Some(fingerprint) {
             return Ok(false);
         }
-        match parse_pair(&bytes.0, &bytes.1, fingerprint) {
+        match parse_pair(cert_pem, key_pem, fingerprint) {
             Ok(loaded) => {
-                *self.current.write().unwrap_or_else(|p| p.into_inner()) = loaded;
+                *self.current.write().unwrap_or_else(|p| p.into_inner()) = Some(loaded);
                 *rejected = None;
                 Ok(true)
             }
@@ -113,7 +134,7 @@ impl CertStore {
 
 impl ResolvesServerCert for CertStore {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.current.read().unwrap_or_else(|p| p.into_inner()).key.clone())
+        Some(self.current.read().unwrap_or_else(|p| p.into_inner()).as_ref()?.key.clone())
     }
 }
 
@@ -346,9 +367,14 @@ type PairBytes = (Vec<u8>, Vec<u8>);
 fn read_pair(cert_path: &Path, key_path: &Path) -> Result<(PairBytes, u64), Error> {
     let read = |path: &Path| std::fs::read(path).map_err(|e| Error::tls(path.display().to_string(), e));
     let (cert, key) = (read(cert_path)?, read(key_path)?);
+    let fingerprint = fingerprint(&cert, &key);
+    Ok(((cert, key), fingerprint))
+}
+
+fn fingerprint(cert: &[u8], key: &[u8]) -> u64 {
     let mut hasher = DefaultHasher::new();
-    (&cert, &key).hash(&mut hasher);
-    Ok(((cert, key), hasher.finish()))
+    (cert, key).hash(&mut hasher);
+    hasher.finish()
 }
 
 fn parse_pair(cert_pem: &[u8], key_pem: &[u8], fingerprint: u64) -> Result<Loaded, Error> {
@@ -364,115 +390,6 @@ fn parse_pair(cert_pem: &[u8], key_pem: &[u8], fingerprint: u64) -> Result<Loade
     let certified = CertifiedKey::new(chain, signing_key);
     certified.keys_match().map_err(|e| Error::tls("certificate and key", format!("they do not match: {e}")))?;
     Ok(Loaded { key: Arc::new(certified), fingerprint, not_after })
-}
-
-/// Just enough DER to read a certificate's notAfter, for the expiry metric,
-/// and a subject's Common Names, for `--client-name`.
-mod der {
-    /// Reads one TLV at `input`; returns (tag, contents, rest).
-    fn tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-        let (&tag, rest) = input.split_first()?;
-        let (&first, rest) = rest.split_first()?;
-        let (length, rest) = if first < 0x80 {
-            (usize::from(first), rest)
-        } else {
-            let count = usize::from(first & 0x7f);
-            if count == 0 || count > 4 || rest.len() < count {
-                return None;
-            }
-            let length = rest[..count].iter().fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
-            (length, &rest[count..])
-        };
-        (rest.len() >= length).then(|| (tag, &rest[..length], &rest[length..]))
-    }
-
-    /// Certificate -> tbsCertificate -> [version] serial signature issuer validity.notAfter
-    pub fn not_after(certificate: &[u8]) -> Option<i64> {
-        let (_, certificate, _) = tlv(certificate)?;
-        let (_, tbs, _) = tlv(certificate)?;
-        let mut rest = tbs;
-        let (tag, _, after) = tlv(rest)?;
-        if tag == 0xa0 {
-            rest = after; // explicit version
-        }
-        for _ in 0..3 {
-            rest = tlv(rest)?.2; // serialNumber, signature, issuer
-        }
-        let (_, validity, _) = tlv(rest)?;
-        let (_, _, after_not_before) = tlv(validity)?;
-        let (tag, time, _) = tlv(after_not_before)?;
-        parse_time(tag, std::str::from_utf8(time).ok()?)
-    }
-
-    /// The Common Names (OID 2.5.4.3) of a Name's RDNSequence given without its
-    /// outer SEQUENCE, as webpki's `Cert::subject` returns it. UTF8String,
-    /// PrintableString and IA5String only: the string types a CA writes today.
-    pub fn common_names(mut rdns: &[u8]) -> Vec<String> {
-        const COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
-        let mut names = Vec::new();
-        while let Some((_, mut set, rest)) = tlv(rdns) {
-            rdns = rest;
-            while let Some((_, attribute, rest)) = tlv(set) {
-                set = rest;
-                if let Some((0x06, COMMON_NAME, value)) = tlv(attribute)
-                    && let Some((0x0c | 0x13 | 0x16, text, _)) = tlv(value)
-                    && let Ok(text) = std::str::from_utf8(text)
-                {
-                    names.push(text.to_string());
-                }
-            }
-        }
-        names
-    }
-
-    /// UTCTime (YYMMDDHHMMSSZ) or GeneralizedTime (YYYYMMDDHHMMSSZ) to Unix seconds.
-    fn parse_time(tag: u8, text: &str) -> Option<i64> {
-        let digits = text.strip_suffix('Z')?;
-        let (year, rest) = match tag {
-            0x17 => {
-                let yy: i64 = digits.get(..2)?.parse().ok()?;
-                (if yy >= 50 { 1900 + yy } else { 2000 + yy }, digits.get(2..)?)
-            }
-            0x18 => (digits.get(..4)?.parse().ok()?, digits.get(4..)?),
-            _ => return None,
-        };
-        let field = |i: usize| -> Option<i64> { rest.get(i..i + 2)?.parse().ok() };
-        let (month, day, hour, minute, second) = (field(0)?, field(2)?, field(4)?, field(6)?, field(8)?);
-        Some(days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second)
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-        let year = if month <= 2 { year - 1 } else { year };
-        let era = year.div_euclid(400);
-        let year_of_era = year - era * 400;
-        let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
-        let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-        era * 146_097 + day_of_era - 719_468
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn dates() {
-            assert_eq!(days_from_civil(1970, 1, 1), 0);
-            assert_eq!(parse_time(0x17, "300101000000Z"), Some(1_893_456_000));
-            assert_eq!(parse_time(0x18, "20991231235959Z"), Some(4_102_444_799));
-            assert_eq!(parse_time(0x17, "garbage"), None);
-        }
-
-        #[test]
-        fn reads_not_after_from_a_real_certificate() {
-            let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-            params.not_after = rcgen::date_time_ymd(2031, 6, 15);
-            let key = rcgen::KeyPair::generate().unwrap();
-            let cert = params.self_signed(&key).unwrap();
-            assert_eq!(not_after(cert.der()), Some(1_939_248_000));
-            assert_eq!(not_after(&cert.der()[..40]), None, "truncated DER is not a date");
-        }
-    }
 }
 
 #[cfg(test)]

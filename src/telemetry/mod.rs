@@ -142,6 +142,15 @@ pub struct AuditWriteLabels {
     pub target: &'static str,
 }
 
+/// A write of the self-managed certificates (server/certificates).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CertificateWriteLabels {
+    /// `bootstrap`, `publish`, `new-authority`, `reissue` or `prune`.
+    pub step: &'static str,
+    /// `written`, `conflict` (another replica wrote first) or `failed`.
+    pub outcome: &'static str,
+}
+
 /// Every metric the server exports.
 pub struct Metrics {
     registry: Registry,
@@ -154,6 +163,7 @@ pub struct Metrics {
     pub certificate_expiry: Gauge<i64, AtomicI64>,
     pub certificate_reloads: Counter<u64, AtomicU64>,
     pub certificate_reload_failures: Counter<u64, AtomicU64>,
+    pub certificate_writes: Family<CertificateWriteLabels, Counter>,
     pub connections_open: Family<ListenerLabels, Gauge>,
     pub connections_refused: Family<ListenerLabels, Counter>,
     pub connections_evicted: Family<ListenerLabels, Counter>,
@@ -230,6 +240,12 @@ impl Metrics {
             "tls_certificate_reload_failures",
             "Changed certificate files that could not be used (the last good pair stays)",
             certificate_reload_failures.clone(),
+        );
+        let certificate_writes = Family::<CertificateWriteLabels, Counter>::default();
+        registry.register(
+            "tls_certificate_writes",
+            "Writes of the self-managed certificates (--tls-secret), by step and outcome",
+            certificate_writes.clone(),
         );
         let connections_open = Family::<ListenerLabels, Gauge>::default();
         registry.register("connections_open", "Connections open, by listener", connections_open.clone());
@@ -351,6 +367,7 @@ impl Metrics {
             certificate_expiry,
             certificate_reloads,
             certificate_reload_failures,
+            certificate_writes,
             client_certificates_refused,
         }
     }
