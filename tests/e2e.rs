@@ -779,3 +779,113 @@ fn two_audit_replicas_write_through_the_lease_holder_alone_and_hand_over_when_it
     assert!(after[0]["series"].is_null(), "not written again: {}", after[0]);
     eprintln!("audit lease handed over {:.1} s after the holder was killed", handover.as_secs_f64());
 }
+
+/// The sum of every series of `eval_admission_<prefix>` a replica exports
+/// whose line contains each of `labels`, when it answers.
+fn replica_sum(served: &testkit::Served, prefix: &str, labels: &[&str]) -> Option<f64> {
+    let metrics = common::control_plane::http_get(served.admin_port, "/metrics")?;
+    let series = format!("eval_admission_{prefix}");
+    let matching = metrics.lines().filter(|line| line.starts_with(&series) && labels.iter().all(|l| line.contains(l)));
+    Some(matching.filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok()).sum())
+}
+
+/// Self-managed certificates (`--tls-secret`) on two replicas, one behind
+/// each webhook of a copy of the shipped configurations: from nothing they
+/// make the Secret, publish its authority and serve, so the API server's
+/// TLS check passes; a rotation forced by deleting the Secret loses no create
+/// and is made by one replica.
+#[test]
+fn self_managed_certificates_serve_from_nothing_and_a_forced_rotation_loses_no_create() {
+    let cluster = cluster();
+    let _shared = DISRUPTION.read().unwrap_or_else(|p| p.into_inner());
+    let namespace = cluster.namespace("certs", Some("eval-queue"), &[("eval-queue", "team-a-cq")]);
+    cluster.ok(&["label", "namespace", &namespace, "certs-test=self-managed"], None);
+    let dir = cluster.plane.dir.join(&namespace);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ports = [(); 2].map(|()| (testkit::free_port().unwrap(), testkit::free_port().unwrap()));
+    // The shipped configurations, renamed, each webhook at one replica, for this namespace alone.
+    let names = ["mutating", "validating"].map(|kind| format!("{namespace}-{kind}"));
+    let mut configurations = cluster.webhook.registration().unwrap();
+    for (configuration, (name, (port, _))) in configurations.iter_mut().zip(names.iter().zip(ports)) {
+        configuration["metadata"]["name"] = json!(name);
+        for webhook in configuration["webhooks"].as_array_mut().unwrap() {
+            let url = webhook["clientConfig"]["url"].as_str().unwrap().to_string();
+            let path = &url[url.rfind('/').unwrap()..];
+            webhook["clientConfig"] = json!({"url": format!("https://127.0.0.1:{port}{path}")});
+            webhook["namespaceSelector"] = json!({"matchLabels": {"certs-test": "self-managed"}});
+        }
+    }
+    let configurations = configurations.iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+    cluster.ok(&["apply", "-f", "-"], Some(&configurations));
+    let _unregister = Cleanup(|| {
+        let _ = cluster.kubectl(&["delete", "mutatingwebhookconfiguration", &names[0]], None);
+        let _ = cluster.kubectl(&["delete", "validatingwebhookconfiguration", &names[1]], None);
+    });
+    let replicas = ports.map(|(port, admin)| {
+        testkit::Serve::self_managed(BIN, "webhook-tls")
+            .args(["--namespace", &namespace, "--tls-extra-name", "127.0.0.1", "--tls-check-interval", "500ms"])
+            .args(["--webhook-configuration", &names.join(","), "--audit-interval", "0s", "--shutdown-delay", "0s"])
+            .arg("--config")
+            .arg(repo("manifests/base/config.yaml"))
+            .ports(port, admin)
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .log(dir.join(format!("replica-{port}.log")))
+            .ready(testkit::Ready::Readyz, Duration::from_secs(60), Duration::from_millis(100))
+            .start()
+            .unwrap()
+    });
+    let secret = || cluster.get("secret", &namespace, "webhook-tls");
+    let bundle_of = |kind: &str, name: &str| {
+        let configuration: Value = serde_json::from_str(&cluster.ok(&["get", kind, name, "-o", "json"], None)).unwrap();
+        configuration["webhooks"][0]["clientConfig"]["caBundle"].as_str().unwrap_or_default().to_string()
+    };
+    let first_authority = secret()["data"]["ca.crt"].as_str().unwrap().to_string();
+    assert_eq!(bundle_of("mutatingwebhookconfiguration", &names[0]), first_authority);
+    assert_eq!(bundle_of("validatingwebhookconfiguration", &names[1]), first_authority);
+    let create = |name: &str| cluster.kubectl(&["create", "-f", "-"], Some(&evalhub_job(&namespace, name, &[], &[])));
+    let output = create("first");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(cluster.get("job", &namespace, "first")["spec"]["suspend"], true);
+    let bootstraps = || replicas.iter().map(|r| replica_sum(r, "tls_certificate_writes", &["bootstrap", "written"]));
+    assert_eq!(bootstraps().map(Option::unwrap).sum::<f64>(), 1.0, "one replica made the first pair");
+
+    // Forced rotation: creates go on while the Secret is made again.
+    cluster.ok(&["delete", "secret", "webhook-tls", "-n", &namespace], None);
+    let rotated = |replica: &testkit::Served| replica_sum(replica, "tls_certificate_reloads", &[]) >= Some(2.0);
+    let mut failures = Vec::new();
+    let mut creates = 0;
+    let started = std::time::Instant::now();
+    while !replicas.iter().all(rotated) {
+        assert!(started.elapsed() < Duration::from_secs(90), "both replicas serve the new pair within 90 s");
+        let output = create(&format!("during-{creates}"));
+        creates += 1;
+        if !output.status.success() {
+            failures.push(String::from_utf8_lossy(&output.stderr).to_string());
+        }
+    }
+    // And a few more once both serve the new pair.
+    for after in 0..5 {
+        let output = create(&format!("after-{after}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {creates} creates failed during the rotation; the first: {}",
+        failures.len(),
+        failures[0]
+    );
+    assert_eq!(bootstraps().map(Option::unwrap).sum::<f64>(), 2.0, "one replica made the new pair");
+    let trusted = secret()["data"]["ca.crt"].as_str().unwrap().to_string();
+    assert_ne!(trusted, first_authority);
+    assert_eq!(bundle_of("mutatingwebhookconfiguration", &names[0]), trusted);
+    eprintln!("{creates} creates during the forced rotation ({:.1} s), none failed", started.elapsed().as_secs_f64());
+}
+
+/// Runs its closure when dropped.
+struct Cleanup<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for Cleanup<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}

@@ -2,8 +2,8 @@
 
 pub mod admin;
 pub mod audit;
-pub mod certificates;
 pub mod body_budget;
+pub mod certificates;
 pub mod connections;
 pub mod deadlines;
 mod der;
@@ -185,7 +185,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
             None => kube::Client::try_default().await?,
         };
         let store = certificates.clone();
-        let managed = certificates::SelfManaged::new(client, secret.clone(), &args.certificates, store, metrics.clone());
+        let managed =
+            certificates::SelfManaged::new(client, secret.clone(), &args.certificates, store, metrics.clone());
         tokio::spawn(managed.run(shutdown.clone()));
     }
     // The audit needs the live cluster: a state file holds no workloads to audit.

@@ -23,7 +23,7 @@ pub enum Ready {
     Listening,
 }
 
-/// What to start: `BIN serve --tls-cert CERT --tls-key KEY`, the caller's
+/// What to start: `BIN serve --tls-cert CERT --tls-key KEY` (or `--tls-secret`), the caller's
 /// flags, then `--log-format json` (or [`Serve::log_format`]), `--listen
 /// 127.0.0.1:PORT --admin-listen 127.0.0.1:ADMIN`; KUBECONFIG removed from its
 /// environment unless set here.
@@ -38,13 +38,19 @@ pub struct Serve {
 
 impl Serve {
     pub fn new(bin: impl AsRef<Path>, cert: impl AsRef<Path>, key: impl AsRef<Path>) -> Self {
-        let launch = Launch::new(bin.as_ref())
-            .arg("serve")
-            .arg("--tls-cert")
-            .arg(cert.as_ref())
-            .arg("--tls-key")
-            .arg(key.as_ref())
-            .env_remove("KUBECONFIG");
+        let tls =
+            [OsStr::new("--tls-cert"), cert.as_ref().as_os_str(), OsStr::new("--tls-key"), key.as_ref().as_os_str()];
+        Self::with_tls(bin, tls)
+    }
+
+    /// `BIN serve --tls-secret SECRET`: self-managed certificates, kept in
+    /// that Secret of the namespace the caller's flags name.
+    pub fn self_managed(bin: impl AsRef<Path>, secret: &str) -> Self {
+        Self::with_tls(bin, ["--tls-secret", secret])
+    }
+
+    fn with_tls<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(bin: impl AsRef<Path>, tls: I) -> Self {
+        let launch = Launch::new(bin.as_ref()).arg("serve").args(tls).env_remove("KUBECONFIG");
         Self {
             launch,
             log_format: "json",

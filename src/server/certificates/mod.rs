@@ -228,8 +228,13 @@ impl SelfManaged {
     fn next_stored(&self, step: Step, mut stored: Stored, now: i64) -> Result<(Write, Stored), String> {
         let issue = |stored: &mut Stored| -> Result<(), String> {
             let key = stored.authority_key.as_deref().ok_or("no authority key")?;
-            let (chain, leaf_key) =
-                pki::issue_serving(&stored.trusted[0], key, &self.settings.names, now, self.settings.serving_validity_seconds)?;
+            let (chain, leaf_key) = pki::issue_serving(
+                &stored.trusted[0],
+                key,
+                &self.settings.names,
+                now,
+                self.settings.serving_validity_seconds,
+            )?;
             stored.serving = Some((pki::parse_certs(chain.as_bytes()), leaf_key));
             Ok(())
         };
@@ -353,7 +358,8 @@ fn bundle_patch(configuration: &Value, encoded: &str) -> json_patch::Patch {
         "op": "test", "path": "/metadata/resourceVersion", "value": configuration["metadata"]["resourceVersion"]
     })];
     for index in 0..configuration["webhooks"].as_array().map_or(0, Vec::len) {
-        operations.push(json!({"op": "add", "path": format!("/webhooks/{index}/clientConfig/caBundle"), "value": encoded}));
+        operations
+            .push(json!({"op": "add", "path": format!("/webhooks/{index}/clientConfig/caBundle"), "value": encoded}));
     }
     serde_json::from_value(Value::Array(operations)).unwrap_or_else(|_| json_patch::Patch(Vec::new()))
 }

@@ -65,7 +65,9 @@ pub enum Step {
     /// Nothing usable is stored (a fresh install, or the Secret deleted to
     /// force a rotation): a new authority and pair, trusting beside it what
     /// the webhooks trust now, so the pairs served meanwhile stay good.
-    Bootstrap { keep: Vec<Cert> },
+    Bootstrap {
+        keep: Vec<Cert>,
+    },
     /// Copy the stored `ca.crt` into every webhook's `caBundle`.
     Publish,
     /// The newest authority has a third of its life left: a successor, trusted
