@@ -654,18 +654,26 @@ fn every_overlay_applies_to_the_real_api_server_and_the_install_works_as_written
     assert!(generated.success());
 
     // Server-side dry runs of namespaced objects need their namespace to exist.
-    let _ = cluster.kubectl(&["create", "namespace", "eval-admission-system"], None);
+    for namespace in ["eval-admission-system", "evals"] {
+        let _ = cluster.kubectl(&["create", "namespace", namespace], None);
+    }
+    // Every install, and the example in another namespace: the real API
+    // server's schemas (and the CRDs') validate each object.
     for overlay in [
         "manifests",
         "manifests/cert-manager",
         "manifests/static-certs",
-        "manifests/rollout",
+        "manifests/openshift",
         "manifests/monitoring",
-        "manifests/redhat-kueue",
+        "examples/another-namespace",
     ] {
         let printed = cluster.ok(&["apply", "-k", repo(overlay).to_str().unwrap(), "--dry-run=server"], None);
         assert!(printed.contains("(server dry run)"), "{overlay}: {printed}");
     }
+    let rendered = cluster.ok(&["kustomize", repo("examples/another-namespace").to_str().unwrap()], None);
+    assert!(!rendered.contains("eval-admission-system"), "another namespace leaves none of the default's behind");
+    let cert_manager = cluster.ok(&["kustomize", repo("manifests/cert-manager").to_str().unwrap()], None);
+    assert!(cert_manager.contains("cert-manager.io/inject-ca-from: eval-admission-system/eval-admission"));
 
     // The README's install command, for real; then the tests' own registration comes back.
     let _restore = Reregister(cluster);
@@ -675,16 +683,10 @@ fn every_overlay_applies_to_the_real_api_server_and_the_install_works_as_written
     )
     .unwrap();
     assert_eq!(mutating["webhooks"][0]["clientConfig"]["service"]["name"], "eval-admission");
-    assert_eq!(
-        mutating["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
-        "eval-admission-system/eval-admission"
-    );
     let deployment = cluster.get("deployment", "eval-admission-system", "eval-admission");
     assert_eq!(deployment["spec"]["replicas"], 2);
-    assert_eq!(
-        cluster.get("certificate", "eval-admission-system", "eval-admission")["spec"]["secretName"],
-        "eval-admission-tls"
-    );
+    let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].as_array().unwrap();
+    assert!(args.contains(&json!("--tls-secret=eval-admission-tls")), "self-managed by default: {args:?}");
     for (resource, name) in
         [("poddisruptionbudget", "eval-admission"), ("networkpolicy", "eval-admission"), ("service", "eval-admission")]
     {
@@ -701,9 +703,22 @@ fn every_overlay_applies_to_the_real_api_server_and_the_install_works_as_written
         ("create", "jobs.batch", "no"),
         ("get", "secrets", "no"),
         ("update", "localqueues.kueue.x-k8s.io", "no"),
+        ("patch", "mutatingwebhookconfigurations", "no"),
     ] {
         let output = cluster.kubectl(&["auth", "can-i", verb, resource, "-A", sa], None);
         assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), expected, "{verb} {resource}");
+    }
+    // The self-managed certificates: their Secret and the two configurations, by name.
+    for (verb, resource, namespace, expected) in [
+        ("update", "secrets/eval-admission-tls", "eval-admission-system", "yes"),
+        ("update", "secrets/other", "eval-admission-system", "no"),
+        ("get", "secrets/eval-admission-tls", "default", "no"),
+        ("patch", "mutatingwebhookconfigurations/eval-admission-mutating", "default", "yes"),
+        ("patch", "validatingwebhookconfigurations/eval-admission-validating", "default", "yes"),
+        ("patch", "validatingwebhookconfigurations/kueue-validating-webhook-configuration", "default", "no"),
+    ] {
+        let output = cluster.kubectl(&["auth", "can-i", verb, resource, "-n", namespace, sa], None);
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), expected, "{verb} {resource} in {namespace}");
     }
 }
 

@@ -470,3 +470,38 @@ mod tests {
         assert_eq!(decode_bundle(&json!("not base64!")), vec![]);
     }
 }
+
+#[cfg(test)]
+mod install_tests {
+    use serde::Deserialize as _;
+
+    use super::*;
+
+    /// The configurations `manifests` renders are the ones kept current, and
+    /// the shipped RBAC lets the server patch exactly those and its Secret.
+    #[test]
+    fn the_shipped_rbac_names_the_rendered_configurations_and_the_secret() {
+        let rendered = crate::manifests::render(&crate::config::Config::default(), "test");
+        for (name, text) in WEBHOOK_CONFIGURATIONS.iter().zip([&rendered.mutating, &rendered.validating]) {
+            assert!(text.contains(&format!("\n  name: {name}\n")), "{name} rendered");
+        }
+        let rbac: Vec<Value> =
+            serde_yaml::Deserializer::from_str(include_str!("../../../manifests/certificates/self-managed/rbac.yaml"))
+                .map(|document| Value::deserialize(document).unwrap())
+                .collect();
+        let names = |kind: &str, resource: &str| -> Vec<String> {
+            let role = rbac.iter().find(|object| object["kind"] == kind).unwrap();
+            let rules = role["rules"].as_array().unwrap().iter();
+            let named = rules.filter(|rule| {
+                rule["resources"].as_array().unwrap().iter().any(|r| r == resource) && !rule["resourceNames"].is_null()
+            });
+            named
+                .flat_map(|rule| rule["resourceNames"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().into()))
+                .collect()
+        };
+        assert_eq!(names("ClusterRole", "mutatingwebhookconfigurations"), WEBHOOK_CONFIGURATIONS);
+        assert_eq!(names("Role", "secrets"), ["eval-admission-tls"]);
+        let component = include_str!("../../../manifests/certificates/self-managed/kustomization.yaml");
+        assert!(component.contains("--tls-secret=eval-admission-tls"));
+    }
+}
