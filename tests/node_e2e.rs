@@ -1,12 +1,14 @@
 //! The shipped image and manifests on a real node (tests/common/node.rs):
-//! installed as the README's platform guide says (`certs/make-serving-cert.sh`,
-//! then `kubectl apply -k manifests/static-certs`; the last test moves to the
-//! default, cert-manager's), two replicas behind the Service the API server
-//! reaches, beside the real Kueue, JobSet and cert-manager controllers.
+//! installed as docs/install.md says (`kubectl apply -k manifests/`, the
+//! self-managed certificates, with no cert-manager running), two replicas
+//! behind the Service the API server reaches, beside the real Kueue and
+//! JobSet controllers. The last tests uninstall it and install again with
+//! each other certificate source (cert-manager, which they start, then a
+//! static pair).
 //!
 //! Runs only through `make e2e-node` (hack/in-node-netns.sh), one test at a
-//! time, in name order: the rollout, the replica loss and the move to
-//! cert-manager each change the one Deployment.
+//! time, in name order: the forced rotation, the rollout, the replica loss
+//! and the reinstalls each change the one Deployment.
 
 mod common;
 
@@ -42,11 +44,9 @@ const REPLICAS: usize = 2;
 /// test binary by their parent-death signal, and hack/in-node-netns.sh
 /// removes what outlives them.
 struct NodeEnvironment {
-    /// Held for their lifetime: Kueue admits, JobSet makes a JobSet's Jobs,
-    /// cert-manager issues the default install's certificate.
+    /// Held for their lifetime: Kueue admits, JobSet makes a JobSet's Jobs.
     _kueue: Kueue,
     _jobset: JobSetController,
-    _cert_manager: CertManager,
     node: Node,
     plane: ControlPlane,
     /// The manifests as installed (a copy, with the generated certificates).
@@ -70,28 +70,42 @@ fn start() -> Result<NodeEnvironment> {
     let node = Node::start(&plane, &server)?;
     let kueue = Kueue::start_as(&plane, KUEUE_SERVICE_ACCOUNT)?;
     let jobset = JobSetController::start(&plane)?;
-    let cert_manager = CertManager::start(&plane)?;
     let manifests = install(&plane, &node)?;
-    Ok(NodeEnvironment { _kueue: kueue, _jobset: jobset, _cert_manager: cert_manager, node, plane, manifests })
+    Ok(NodeEnvironment { _kueue: kueue, _jobset: jobset, node, plane, manifests })
 }
 
-/// The platform guide's install, on a copy of the manifests: the serving
-/// certificate, then the static-certs overlay; the image the overlay names is
-/// the one built from the binary under test.
+/// The install guide's default, on a copy of the manifests (the static
+/// pair's test writes into it): `kubectl apply -k manifests/`; the image the
+/// install names is the one built from the binary under test.
 fn install(plane: &ControlPlane, node: &Node) -> Result<PathBuf> {
     let dir = plane.dir.join("install");
     std::fs::create_dir_all(&dir)?;
     let copy = std::process::Command::new("cp").arg("-r").arg(repo("manifests")).arg(&dir).status()?;
     ensure!(copy.success(), "copying manifests/");
     let manifests = dir.join("manifests");
-    let generated = manifests.join("static-certs/generated");
-    let _ = std::fs::remove_dir_all(&generated);
-    let certs = std::process::Command::new(repo("certs/make-serving-cert.sh")).arg(&generated).output()?;
-    ensure!(certs.status.success(), "make-serving-cert.sh: {}", String::from_utf8_lossy(&certs.stderr));
+    let _ = std::fs::remove_dir_all(manifests.join("static-certs/generated"));
     node.tag_image(&node.images.eval_admission, &shipped_image()?)?;
-    plane.run(&["apply", "-k", manifests.join("static-certs").to_str().context("path")?], None)?;
+    plane.run(&["apply", "-k", manifests.to_str().context("path")?], None)?;
     wait_available(plane, 2, Duration::from_secs(180))?;
     Ok(manifests)
+}
+
+/// The uninstall of docs/install.md, whichever source installed it: the
+/// cluster-scoped objects by their label, then the namespace, waited for.
+fn uninstall(plane: &ControlPlane) -> Result<()> {
+    let cluster_scoped =
+        "mutatingwebhookconfigurations,validatingwebhookconfigurations,clusterroles,clusterrolebindings";
+    plane.run(&["delete", cluster_scoped, "-l", "app.kubernetes.io/part-of=eval-admission", "--wait"], None)?;
+    plane.run(&["delete", "namespace", INSTALL_NAMESPACE, "--ignore-not-found", "--wait", "--timeout=180s"], None)?;
+    Ok(())
+}
+
+/// Installs `kustomization` (a folder of the installed copy) on a clean
+/// cluster and waits for both replicas behind the Service.
+fn reinstall(env: &NodeEnvironment, kustomization: &str) -> Result<()> {
+    uninstall(&env.plane)?;
+    env.plane.run(&["apply", "-k", env.manifests.join(kustomization).to_str().context("path")?], None)?;
+    wait_available(&env.plane, 2, Duration::from_secs(300))
 }
 
 /// The image the base kustomization names (`images:`), which a platform team
@@ -212,14 +226,8 @@ fn create_queued_and_run(
     condition: &str,
     timeout: Duration,
 ) -> Value {
-    let create = |extra: &[&str]| {
-        let args = [&["create", "-n", ns][..], extra, &["-f", "-"]].concat();
-        env.plane.run(&args, Some(&object.to_string())).unwrap()
-    };
-    let shaped: Value = serde_json::from_str(&create(&["--dry-run=server", "-o", "json"])).unwrap();
-    assert_eq!(shaped["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "evaluations", "{shaped}");
-    assert_eq!(shaped["spec"]["suspend"], true, "{shaped}");
-    create(&[]);
+    queued_by_the_webhook(env, ns, object);
+    env.plane.run(&["create", "-n", ns, "-f", "-"], Some(&object.to_string())).unwrap();
     let name = object["metadata"]["name"].as_str().unwrap();
     poll_retrying(
         &format!("{resource} {name} to be {condition}"),
@@ -233,6 +241,16 @@ fn create_queued_and_run(
         },
     )
     .unwrap_or_else(|error| panic!("{error:#}\n{}\nkubelet:\n{}", env.node.containers(), env.node.kubelet_log(30)))
+}
+
+/// Checks, by a server-side dry run (through the webhooks behind the
+/// Service), that `object` would be queued on its namespace's default queue
+/// and suspended.
+fn queued_by_the_webhook(env: &NodeEnvironment, ns: &str, object: &Value) {
+    let dry_run = ["create", "-n", ns, "--dry-run=server", "-o", "json", "-f", "-"];
+    let shaped: Value = serde_json::from_str(&env.plane.run(&dry_run, Some(&object.to_string())).unwrap()).unwrap();
+    assert_eq!(shaped["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "evaluations", "{shaped}");
+    assert_eq!(shaped["spec"]["suspend"], true, "{shaped}");
 }
 
 /// An EvalHub-shaped Job: the queue label from the namespace and suspended at
@@ -494,19 +512,71 @@ fn read_certificate_reloads(plane: &ControlPlane) -> Result<u64> {
     read_counter_sum(plane, RELOADS)
 }
 
-/// The default install (`kubectl apply -k manifests/`, cert-manager's) over
-/// the static one, then renewals of the serving certificate every 10 s while
-/// Jobs are created: the pods load each renewed pair from their Secret volume,
-/// cainjector keeps caBundle on the same CA, and no create fails. Last by
-/// name: it changes how the replicas get their certificate.
+/// The default install's certificates, rotated by force (its Secret deleted)
+/// while Jobs are created: a replica makes a new authority and pair, trusted
+/// beside the old one before any replica serves the new pair, so no create
+/// fails; both replicas then serve it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_rotation_of_the_self_managed_certificates_loses_no_create() {
+    let env = environment();
+    let plane = &env.plane;
+    wait_available(plane, 2, Duration::from_secs(120)).unwrap();
+    let ns = queue_namespace(plane, "1").unwrap();
+    let authorities = || -> Result<String> {
+        let secret = get(&environment().plane, "secret", INSTALL_NAMESPACE, "eval-admission-tls")?;
+        Ok(secret["data"]["ca.crt"].as_str().context("no ca.crt")?.to_string())
+    };
+    let first = authorities().unwrap();
+    let before = read_certificate_reloads(plane).unwrap();
+    let pace = Duration::from_millis(50);
+    let (created, failures) = creates_during(&ns, &env.node.images.busybox, 300, 4, pace, move || {
+        std::thread::sleep(Duration::from_secs(2));
+        let plane = &environment().plane;
+        plane.run(&["delete", "secret", "eval-admission-tls", "-n", INSTALL_NAMESPACE], None)?;
+        let both_serve_the_new_pair = || {
+            let now = counter_sum(plane, RELOADS)?;
+            ensure!(now >= before + 2, "{now} reloads, {before} before the rotation");
+            Ok(())
+        };
+        poll_retrying(
+            "both replicas to serve the new pair",
+            Duration::from_secs(120),
+            Duration::from_secs(1),
+            || Ok(()),
+            both_serve_the_new_pair,
+        )
+    })
+    .await
+    .unwrap();
+    eprintln!("forced rotation: {created} creates, {} failed", failures.len());
+    assert!(created >= 300, "{created}");
+    assert!(failures.is_empty(), "{failures:#?}");
+    let trusted = authorities().unwrap();
+    assert_ne!(trusted, first, "a new authority");
+    for (kind, name) in [
+        ("mutatingwebhookconfiguration", "eval-admission-mutating"),
+        ("validatingwebhookconfiguration", "eval-admission-validating"),
+    ] {
+        let configuration: Value =
+            serde_json::from_str(&plane.run(&["get", kind, name, "-o", "json"], None).unwrap()).unwrap();
+        assert_eq!(
+            configuration["webhooks"][0]["clientConfig"]["caBundle"],
+            trusted.as_str(),
+            "{name} trusts the new and the old"
+        );
+    }
+}
+
+/// The cert-manager install, from nothing (cert-manager's controller and
+/// cainjector started here), then renewals of the serving certificate every
+/// 10 s while Jobs are created: the pods load each renewed pair from their
+/// Secret volume, cainjector keeps caBundle on the same CA, and no create fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create() {
     let env = environment();
     let plane = &env.plane;
-    plane.run(&["apply", "-k", env.manifests.to_str().unwrap()], None).unwrap();
-    // As on a fresh install: cert-manager v1.11 would adopt the static pair
-    // left in the Secret ("up to date") instead of issuing its own.
-    plane.run(&["delete", "secret", "eval-admission-tls", "-n", INSTALL_NAMESPACE], None).unwrap();
+    let _cert_manager = CertManager::start(plane).unwrap();
+    reinstall(env, "cert-manager").unwrap();
     // Issued, and caBundle the issuing CA in both configurations.
     let injected = || -> Result<()> {
         let certificate = get(plane, "certificate", INSTALL_NAMESPACE, "eval-admission")?;
@@ -540,10 +610,6 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
             .run(&["get", "certificates,issuers,certificaterequests", "-n", INSTALL_NAMESPACE, "-o", "wide"], None);
         panic!("{error:#}\n{state:?}\ncert-manager:\n{}", tail(&plane.logs().join("cert-manager-controller.log"), 20))
     });
-    // New pods mount cert-manager's Secret from the start.
-    plane.run(&["rollout", "restart", "deployment/eval-admission", "-n", INSTALL_NAMESPACE], None).unwrap();
-    wait_available(plane, 2, Duration::from_secs(180)).unwrap();
-
     let ns = queue_namespace(plane, "1").unwrap();
     let before = read_certificate_reloads(plane).unwrap();
     let certificate = ["patch", "certificate", "eval-admission", "-n", INSTALL_NAMESPACE, "--type=merge", "-p"];
@@ -574,4 +640,18 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     eprintln!("certificate renewal: {created} creates, {} failed, {reloads} reloads", failures.len());
     assert!(created >= 1000, "{created}");
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The static pair's install (`certs/make-serving-cert.sh`, then
+/// `kubectl apply -k manifests/static-certs`), from nothing: evaluations are
+/// queued through it.
+#[test]
+fn the_static_certs_install_serves_its_pair() {
+    let env = environment();
+    let generated = env.manifests.join("static-certs/generated");
+    let certs = std::process::Command::new(repo("certs/make-serving-cert.sh")).arg(&generated).output().unwrap();
+    assert!(certs.status.success(), "make-serving-cert.sh: {}", String::from_utf8_lossy(&certs.stderr));
+    reinstall(env, "static-certs").unwrap();
+    let ns = queue_namespace(&env.plane, "1").unwrap();
+    queued_by_the_webhook(env, &ns, &evaluation(&ns, "static", &env.node.images.busybox, "100m", "true"));
 }
