@@ -159,9 +159,11 @@ fn namespace_selector(config: &Config) -> String {
     )
 }
 
-/// One condition, its CEL in a folded block so no YAML quoting meets CEL's.
+/// One condition, its CEL in a literal block: no YAML quoting meets CEL's,
+/// and every YAML reader takes the same text (a folded block's more-indented
+/// lines are read with extra line breaks by Helm's go-yaml).
 fn push_condition(out: &mut String, name: &str, expression: &str) {
-    let _ = writeln!(out, "  - name: {name}\n    expression: >-");
+    let _ = writeln!(out, "  - name: {name}\n    expression: |-");
     for line in expression.lines() {
         let _ = writeln!(out, "      {line}");
     }
