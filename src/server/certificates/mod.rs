@@ -109,6 +109,8 @@ pub struct SelfManaged {
     metrics: Arc<Metrics>,
     /// When each authority (by DER) was first seen trusted by every webhook.
     trusted_since: HashMap<Vec<u8>, i64>,
+    /// The webhook configurations last said to be missing.
+    missing_said: Vec<String>,
 }
 
 impl SelfManaged {
@@ -138,6 +140,7 @@ impl SelfManaged {
             store,
             metrics,
             trusted_since: HashMap::new(),
+            missing_said: Vec::new(),
         }
     }
 
@@ -191,6 +194,8 @@ impl SelfManaged {
         let resource_version = secret.as_ref().and_then(|secret| secret.metadata.resource_version.clone());
         let (write, result) = match step {
             Step::Settled | Step::Wait => return Ok(()),
+            // No configuration to publish to: nothing calls this server yet.
+            Step::Publish if bundles.is_empty() => return Ok(()),
             Step::Publish => {
                 let bundle = stored.as_ref().map(Stored::bundle).unwrap_or_default();
                 (Write::Publish, self.publish(&bundle).await)
@@ -295,10 +300,11 @@ impl SelfManaged {
         }
     }
 
-    /// Every webhook's `caBundle`, read as certificates; an absent
-    /// configuration counts as one webhook trusting nothing.
-    async fn bundles(&self) -> Result<Vec<Vec<Cert>>, kube::Error> {
-        let mut bundles = Vec::new();
+    /// Every webhook's `caBundle`, read as certificates, and the names of
+    /// the configurations that do not exist (the API server calls nothing
+    /// through those, so they are left out, and said once).
+    async fn bundles(&mut self) -> Result<Vec<Vec<Cert>>, kube::Error> {
+        let (mut bundles, mut missing) = (Vec::new(), Vec::new());
         for name in &self.webhook_configurations {
             let configurations = [
                 self.mutating.get_opt(name).await?.map(|c| serde_json::to_value(c).unwrap_or_default()),
@@ -312,8 +318,14 @@ impl SelfManaged {
                 }
             }
             if !found {
-                bundles.push(Vec::new());
+                missing.push(name.clone());
             }
+        }
+        if missing != self.missing_said {
+            if !missing.is_empty() {
+                tracing::warn!(?missing, "webhook configurations to keep the caBundle of do not exist");
+            }
+            self.missing_said = missing;
         }
         Ok(bundles)
     }
