@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: manifests build run certs test test-timed test-local unit e2e e2e-kueue e2e-clients e2e-node clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle fuzz-tools fuzz fuzz-smoke mutants
+.PHONY: chart manifests build run certs test test-timed test-local unit e2e e2e-kueue e2e-clients e2e-node clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle fuzz-tools fuzz fuzz-smoke mutants
 
 build:
 	$(CARGO) build --release --locked
@@ -61,6 +61,11 @@ review: build
 
 fmt:
 	$(CARGO) fmt --all
+
+# The Helm chart's copies of the manifests it renders (charts/eval-admission/files.txt);
+# tests/e2e/chart.rs fails when they differ from their sources.
+chart:
+	./hack/sync-chart.sh
 
 # The webhook configurations are rendered from the policy config, never edited:
 # a unit test fails when manifests/base/webhooks differs from this output.
@@ -226,6 +231,7 @@ e2e-node: build
 	./hack/build-node.sh >/dev/null
 	./hack/build-jobset.sh >/dev/null
 	./hack/build-cert-manager.sh >/dev/null
+	./hack/build-helm.sh >/dev/null
 	./hack/build-images.sh $(BIN) >/dev/null
 	$(CARGO) test --locked --no-run --test node_e2e
 	NODE_IMAGE_BINARY=$(BIN) ./hack/in-node-netns.sh $(CARGO) test --locked --offline --test node_e2e -- --test-threads 1 --nocapture

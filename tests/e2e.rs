@@ -7,6 +7,8 @@
 //! configurations); it goes when the test binary exits. `cargo test --test e2e`
 //! (or `make e2e`) is all it takes.
 
+#[path = "e2e/chart.rs"]
+mod chart;
 mod common;
 
 use std::path::Path;

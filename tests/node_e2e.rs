@@ -642,6 +642,27 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// The Helm chart's install with its defaults (self-managed certificates),
+/// from nothing: `helm install`, both replicas ready behind the Service, and
+/// evaluations queued through it.
+#[test]
+fn the_helm_chart_install_serves_with_its_own_certificates() {
+    let env = environment();
+    uninstall(&env.plane).unwrap();
+    let helm =
+        common::control_plane::built(&common::control_plane::build("hack/build-helm.sh").unwrap(), "helm_bin").unwrap();
+    let kubeconfig = env.plane.kubeconfig.to_str().unwrap();
+    let install = std::process::Command::new(helm)
+        .args(["install", "eval-admission", repo("charts/eval-admission").to_str().unwrap()])
+        .args(["--namespace", INSTALL_NAMESPACE, "--create-namespace", "--kubeconfig", kubeconfig])
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "helm install: {}", String::from_utf8_lossy(&install.stderr));
+    wait_available(&env.plane, 2, Duration::from_secs(300)).unwrap();
+    let ns = queue_namespace(&env.plane, "1").unwrap();
+    queued_by_the_webhook(env, &ns, &evaluation(&ns, "charted", &env.node.images.busybox, "100m", "true"));
+}
+
 /// The static pair's install (`certs/make-serving-cert.sh`, then
 /// `kubectl apply -k manifests/static-certs`), from nothing: evaluations are
 /// queued through it.
