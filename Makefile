@@ -196,8 +196,12 @@ cluster: build
 cluster-kueue: build
 	$(CARGO) run --release --locked --example cluster -- --server $(BIN) --config tests/kueue/eval-admission-config.yaml --kueue
 
-# The end-to-end tests; each binary starts its own environment.
+# The end-to-end tests; each binary starts its own environment. The tools
+# first, then Helm (tests/e2e/chart.rs): Helm shares their Kubernetes
+# libraries, which Go's build cache then compiles once.
 e2e:
+	./hack/build-tools.sh >/dev/null
+	./hack/build-helm.sh >/dev/null
 	$(CARGO) test --locked --test e2e -- --test-threads 4
 
 # With the real Kueue controller; one at a time (they change webhook order and
