@@ -3,7 +3,8 @@
 //! mutating webhook, applies its patch, runs the validating webhook on the
 //! result, and prints both responses and the mutated object; for a stored
 //! `KIND/NAME`, what the `audit` finds of it. `manifests`: the webhook
-//! configurations rendered from the config.
+//! configurations rendered from the config. `config check`: whether this
+//! version reads a config, and what of it it ignores ([`read_config`]).
 
 mod audit;
 mod live;
@@ -41,6 +42,20 @@ pub fn read_config(path: Option<&Path>, strict: bool) -> Result<(Config, Vec<Str
         .map(|field| format!("config file {}: {}", path.display(), unknown_field_warning(field)))
         .collect();
     Ok((loaded.config, warnings))
+}
+
+/// `eval-admission config check`: whether this version reads a config, as a
+/// line to print, and the warnings of [`read_config`] (under `strict`, an error).
+pub fn check_config(path: Option<&Path>, strict: bool) -> Result<(String, Vec<String>), Error> {
+    let (_, warnings) = read_config(path, strict)?;
+    let source = path.map_or_else(|| "(defaults)".to_string(), |path| path.display().to_string());
+    let version = env!("CARGO_PKG_VERSION");
+    let line = match warnings.len() {
+        0 => format!("{source}: eval-admission {version} knows every field"),
+        1 => format!("{source}: eval-admission {version} reads it, ignoring 1 field it does not know"),
+        n => format!("{source}: eval-admission {version} reads it, ignoring {n} fields it does not know"),
+    };
+    Ok((line, warnings))
 }
 
 /// `eval-admission manifests`: renders the webhook configurations from a

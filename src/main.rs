@@ -76,8 +76,27 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// The policy config on its own.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Run the HTTPS admission webhook server.
     Serve(Box<eval_admission::server::ServeArgs>),
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Read a policy config as `serve` would: exit 0 when this version reads it
+    /// (warning of each field it does not know and ignores), 2 when it does not.
+    Check {
+        /// Policy configuration file (YAML); defaults apply without it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Refuse (exit 2) a config field this version does not know, instead of warning of it and ignoring it.
+        #[arg(long)]
+        strict: bool,
+    },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -130,6 +149,19 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Config { command: ConfigCommand::Check { config, strict } } => {
+            match eval_admission::cli::check_config(config.as_deref(), strict) {
+                Ok((line, warnings)) => {
+                    print_warnings(&warnings);
+                    print_out(&format!("{line}\n"));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("eval-admission: {error}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Serve(args) => {
             let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
                 Ok(runtime) => runtime,
