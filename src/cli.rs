@@ -3,7 +3,8 @@
 //! mutating webhook, applies its patch, runs the validating webhook on the
 //! result, and prints both responses and the mutated object; for a stored
 //! `KIND/NAME`, what the `audit` finds of it. `manifests`: the webhook
-//! configurations rendered from the config.
+//! configurations rendered from the config. `config check`: whether this
+//! version reads a config, and what of it it ignores ([`read_config`]).
 
 mod audit;
 mod live;
@@ -16,16 +17,57 @@ use serde_json::{Value, json};
 
 use crate::admission::{self, BadReview, ReviewBuilder, Webhook};
 use crate::cluster::{ClusterState, ClusterView, state_file};
-use crate::config::Config;
+use crate::config::{Config, unknown_field_warning};
 use crate::error::Error;
 use crate::workload::WorkloadKind;
 
+/// The policy config a command reads (`--config`; the defaults without one),
+/// and one warning per field of it this version does not know and ignores.
+/// Under `strict` (`--strict`) such a field is an error naming each one.
+pub fn read_config(path: Option<&Path>, strict: bool) -> Result<(Config, Vec<String>), Error> {
+    let loaded = Config::load(path)?;
+    // Unknown fields come only from a file: the defaults have none.
+    let Some(path) = path.filter(|_| !loaded.unknown_fields.is_empty()) else {
+        return Ok((loaded.config, Vec::new()));
+    };
+    if strict {
+        return loaded
+            .refuse_unknown()
+            .map(|config| (config, Vec::new()))
+            .map_err(|e| Error::file("config file", path, e));
+    }
+    let warnings = loaded
+        .unknown_fields
+        .iter()
+        .map(|field| format!("config file {}: {}", path.display(), unknown_field_warning(field)))
+        .collect();
+    Ok((loaded.config, warnings))
+}
+
+/// `eval-admission config check`: whether this version reads a config, as a
+/// line to print, and the warnings of [`read_config`] (under `strict`, an error).
+pub fn check_config(path: Option<&Path>, strict: bool) -> Result<(String, Vec<String>), Error> {
+    let (_, warnings) = read_config(path, strict)?;
+    let source = path.map_or_else(|| "(defaults)".to_string(), |path| path.display().to_string());
+    let version = env!("CARGO_PKG_VERSION");
+    let line = match warnings.len() {
+        0 => format!("{source}: eval-admission {version} knows every field"),
+        1 => format!("{source}: eval-admission {version} reads it, ignoring 1 field it does not know"),
+        n => format!("{source}: eval-admission {version} reads it, ignoring {n} fields it does not know"),
+    };
+    Ok((line, warnings))
+}
+
 /// `eval-admission manifests`: renders the webhook configurations from a
 /// config file (the defaults without one), into `out` as `mutating.yaml` and
-/// `validating.yaml`, or as one multi-document stream to print.
+/// `validating.yaml`, or as one multi-document stream to print. A field this
+/// version does not know is refused: the webhooks are rendered by the version
+/// that will serve them, and an ignored field could be the one that decides
+/// which workloads reach the server (or a typo of it).
 pub fn manifests(config: Option<&Path>, out: Option<&Path>) -> Result<Option<String>, Error> {
     let source = config.map_or_else(|| "(defaults)".to_string(), |path| path.display().to_string());
-    let rendered = crate::manifests::render(&Config::load(config)?, &source);
+    let (config, _) = read_config(config, true)?;
+    let rendered = crate::manifests::render(&config, &source);
     let Some(dir) = out else {
         return Ok(Some(format!("{}---\n{}", rendered.mutating, rendered.validating)));
     };
@@ -53,17 +95,11 @@ pub enum Reviewed {
 /// or JobSet manifest to create), reviewed against the view of `source`; or
 /// `KIND/NAME` of a stored Job or JobSet (in `namespace`, else the
 /// kubeconfig's), audited as it is: why it waits, or what may preempt it.
-pub fn review(
-    source: Source<'_>,
-    config: Option<&Path>,
-    request: &str,
-    namespace: Option<&str>,
-) -> Result<Reviewed, Error> {
+pub fn review(source: Source<'_>, config: &Config, request: &str, namespace: Option<&str>) -> Result<Reviewed, Error> {
     let stored = stored_reference(request).filter(|_| !Path::new(request).exists());
     if let Some((kind, name)) = stored {
         return audit::audit_stored(source, config, kind, name, namespace).map(Reviewed::Stored);
     }
-    let config = Config::load(config)?;
     let request = Path::new(request);
     // No AdmissionReview is larger.
     let most = admission::MOST_REVIEW_BYTES as u64;
@@ -72,12 +108,12 @@ pub fn review(
     match source {
         Source::Files(paths) => {
             let (state, _) = state_file::load_with_workloads(&paths, &config.kueue)?;
-            review_value(&config, &state, review).map(Reviewed::Chain)
+            review_value(config, &state, review).map(Reviewed::Chain)
         }
         Source::Live { kubeconfig } => live::block_on(async {
-            let cluster = live::LiveCluster::connect(kubeconfig, &config).await?;
+            let cluster = live::LiveCluster::connect(kubeconfig, config).await?;
             let state = cluster.state();
-            review_value(&config, &state, review).map(Reviewed::Chain)
+            review_value(config, &state, review).map(Reviewed::Chain)
         }),
     }
 }

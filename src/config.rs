@@ -1,5 +1,12 @@
 //! The policy configuration file (YAML). Every field has a default, so an empty
 //! file, or no file, gives the behaviour the README documents.
+//!
+//! A field this version does not know is not an error: it is ignored and
+//! reported ([`Loaded::unknown_fields`]), so that a config written for a newer
+//! version still starts this one (a rollback of the Deployment after a config
+//! change). Its callers warn of it, or refuse it ([`Loaded::refuse_unknown`]:
+//! `--strict`, `eval-admission manifests`). A known field whose value does not
+//! parse is an error everywhere. docs/configuration.md.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,7 +21,7 @@ use crate::vocabulary::yaml::{check_flow_nesting, read_at_most};
 use crate::workload::{OwnerReference, Workload, WorkloadKind};
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Config {
     /// Which Jobs and JobSets are evaluations that the policy shapes.
     pub selection: Selection,
@@ -34,7 +41,7 @@ pub struct Config {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Selection {
     /// Apply the policy to every Job and JobSet, not only the selected ones.
     pub all_workloads: bool,
@@ -44,7 +51,7 @@ pub struct Selection {
 /// A workload matches when its kind is listed, it carries all `matchLabels`,
 /// and, when `controlledBy` is given, its controller owner is one of those kinds.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Selector {
     pub name: String,
     pub kinds: Vec<SelectorKind>,
@@ -60,7 +67,7 @@ pub struct Selector {
 
 /// A submitting tool's own words for the two settings denials ask people to change.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Submitters {
     /// Who they are: `EvalHub users`.
     pub who: String,
@@ -97,7 +104,7 @@ pub enum SelectorKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct OwnerKind {
     pub api_group: String,
     pub kind: String,
@@ -195,28 +202,69 @@ fn default_managed_owners() -> Vec<OwnerKind> {
 /// A config is a page of YAML; anything near this size is not one.
 const MOST_CONFIG_BYTES: usize = 1024 * 1024;
 
+/// A config as read, and the fields of its text that this version does not
+/// know and so ignored, by path (`selection.selectors[1].checkpointing`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub config: Config,
+    pub unknown_fields: Vec<String>,
+}
+
+impl Loaded {
+    /// The config, unless it has fields this version does not know: then why
+    /// not, naming each (`--strict`, `eval-admission manifests`).
+    pub fn refuse_unknown(self) -> Result<Config, String> {
+        if self.unknown_fields.is_empty() {
+            return Ok(self.config);
+        }
+        let (noun, pronoun) = if self.unknown_fields.len() == 1 { ("field", "it") } else { ("fields", "them") };
+        Err(format!(
+            "unknown {noun} {}: eval-admission {} does not know {pronoun} (misspelt, or written for a newer version)",
+            self.unknown_fields.join(", "),
+            env!("CARGO_PKG_VERSION")
+        ))
+    }
+}
+
+/// The warning for one field of [`Loaded::unknown_fields`], for the log and stderr.
+pub fn unknown_field_warning(field: &str) -> String {
+    format!(
+        "unknown field {field}: eval-admission {} does not know it and ignores it (misspelt, or written for a newer \
+         version)",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 impl Config {
     /// Reads a config file; `None` gives the defaults.
-    pub fn load(path: Option<&Path>) -> Result<Self, Error> {
+    pub fn load(path: Option<&Path>) -> Result<Loaded, Error> {
         let Some(path) = path else {
-            return Ok(Self::default());
+            return Ok(Loaded { config: Self::default(), unknown_fields: Vec::new() });
         };
         let bytes = read_at_most("config file", path, MOST_CONFIG_BYTES as u64)?;
         let text = String::from_utf8(bytes).map_err(|_| Error::file("config file", path, "not UTF-8 text"))?;
         Self::parse(&text).map_err(|message| Error::file("config file", path, message))
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// Reads a config's text. A field this version does not know is left out
+    /// and listed in [`Loaded::unknown_fields`]; a known field's value that
+    /// does not parse or check is an error.
+    pub fn parse(text: &str) -> Result<Loaded, String> {
         if text.trim().is_empty() {
-            return Ok(Self::default());
+            return Ok(Loaded { config: Self::default(), unknown_fields: Vec::new() });
         }
         if text.len() > MOST_CONFIG_BYTES {
             return Err(format!("{} bytes: a config is at most {MOST_CONFIG_BYTES}", text.len()));
         }
         check_flow_nesting(text)?;
-        let config: Self = serde_yaml::from_str(text).map_err(|e| moved_fields(e.to_string()))?;
+        let mut unknown_fields = Vec::new();
+        let config: Self = serde_ignored::deserialize(serde_yaml::Deserializer::from_str(text), |path| {
+            unknown_fields.push(field_path(&path))
+        })
+        .map_err(|e| e.to_string())?;
+        moved_fields(&unknown_fields)?;
         config.check()?;
-        Ok(config)
+        Ok(Loaded { config, unknown_fields })
     }
 
     /// What serde cannot say: every enforcement key names a rule that has a
@@ -338,12 +386,29 @@ fn is_dns_label(name: &str) -> bool {
         && bytes.iter().all(|b| alnum(b) || *b == b'-')
 }
 
-/// A field an older config had, with where it lives now.
-fn moved_fields(error: String) -> String {
-    if error.contains("unknown field `kueueControllerUsernames`") {
-        format!("{error}; it moved to kueue.controllerUsernames (unset: Kueue's service account in kueue.namespace)")
-    } else {
-        error
+/// A field an older config had, refused with where it lives now: its value
+/// would be lost, not just unused (who Kueue acts as).
+fn moved_fields(unknown_fields: &[String]) -> Result<(), String> {
+    const MOVED: &str = "kueueControllerUsernames: it moved to kueue.controllerUsernames (unset: Kueue's service \
+                         account in kueue.namespace)";
+    if unknown_fields.iter().any(|field| field == "kueueControllerUsernames") {
+        return Err(MOVED.into());
+    }
+    Ok(())
+}
+
+/// A field's path as the config writes it: `selection.selectors[1].checkpointing`
+/// (a key's control characters escaped: it goes to the log).
+fn field_path(path: &serde_ignored::Path) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}[{index}]", field_path(parent)),
+        Path::Map { parent, key } => match field_path(parent) {
+            parent if parent.is_empty() => key.escape_debug().to_string(),
+            parent => format!("{parent}.{}", key.escape_debug()),
+        },
+        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => field_path(parent),
     }
 }
 
@@ -395,18 +460,96 @@ mod tests {
     }
 
     #[test]
-    fn empty_file_gives_defaults_and_typos_are_refused() {
-        let config = Config::parse("").unwrap();
-        assert_eq!(config.selection.selectors.len(), 4);
-        assert!(Config::parse("selection: {allWorkload: true}").unwrap_err().contains("unknown field"));
-        let all = Config::parse("selection: {allWorkloads: true}").unwrap();
+    fn empty_file_gives_defaults() {
+        let loaded = Config::parse("").unwrap();
+        assert_eq!(loaded.config.selection.selectors.len(), 4);
+        assert!(loaded.unknown_fields.is_empty());
+        let all = Config::parse("selection: {allWorkloads: true}").unwrap().config;
         assert!(all.selection.all_workloads);
         assert_eq!(all.selection.selectors.len(), 4, "selectors keep their defaults");
     }
 
+    /// A config written for a newer version (or misspelt) still reads: each
+    /// field this version does not know is reported by its path and ignored;
+    /// `refuse_unknown` names them all.
+    #[test]
+    fn unknown_fields_are_reported_with_their_paths_and_ignored() {
+        let text = [
+            "checkpointing: {every: 10m}",
+            "selection:",
+            "  allWorkload: true",
+            "  selectors:",
+            "  - {name: a, kinds: [Job], matchLabels: {app: a}}",
+            "  - name: b",
+            "    kinds: [JobSet]",
+            "    matchLabels: {app: b}",
+            "    checkpointing: true",
+            "    submitters: {who: B users, queue: q, priority: p, chat: '#b'}",
+            "kueue: {version: v0.19.2, multiKueue: {enabled: true}}",
+            "kueueManagedOwners: [{apiGroup: ray.io, kind: RayJob, version: v1}]",
+        ]
+        .join("\n");
+        let loaded = Config::parse(&text).unwrap();
+        assert_eq!(
+            loaded.unknown_fields,
+            [
+                "checkpointing",
+                "selection.allWorkload",
+                "selection.selectors[1].checkpointing",
+                "selection.selectors[1].submitters.chat",
+                "kueue.multiKueue",
+                "kueueManagedOwners[0].version",
+            ]
+        );
+        let config = &loaded.config;
+        assert!(!config.selection.all_workloads, "a misspelt field is not read as the right one");
+        assert_eq!(config.selection.selectors[1].submitters.as_ref().unwrap().who, "B users");
+        assert_eq!(config.kueue_managed_owners, [OwnerKind { api_group: "ray.io".into(), kind: "RayJob".into() }]);
+        let refused = loaded.refuse_unknown().unwrap_err();
+        assert!(
+            refused.starts_with(
+                "unknown fields checkpointing, selection.allWorkload, selection.selectors[1].checkpointing, \
+                 selection.selectors[1].submitters.chat, kueue.multiKueue, kueueManagedOwners[0].version: \
+                 eval-admission "
+            ) && refused.contains("does not know them"),
+            "{refused}"
+        );
+        let one = Config::parse("newField: 1").unwrap().refuse_unknown().unwrap_err();
+        assert!(
+            one.starts_with("unknown field newField: eval-admission ") && one.contains("does not know it"),
+            "{one}"
+        );
+        assert!(Config::parse("selection: {allWorkloads: true}").unwrap().refuse_unknown().is_ok());
+        // Map values are data, not fields: a label or rule name is never "unknown".
+        let labels = Config::parse("selection: {selectors: [{name: a, kinds: [Job], matchLabels: {anything: x}}]}");
+        assert!(labels.unwrap().unknown_fields.is_empty());
+        // A key goes to the log as written, but for its control characters.
+        assert_eq!(Config::parse("\"a\\nb\": 1").unwrap().unknown_fields, ["a\\nb"]);
+    }
+
+    /// What a rollback cannot cause stays an error: a known field whose value
+    /// does not parse, wherever it is, and the field that moved (its value,
+    /// who Kueue acts as, would be lost).
+    #[test]
+    fn known_fields_with_bad_values_are_refused_beside_unknown_ones() {
+        for (text, expected) in [
+            ("newField: 1\nselection: {allWorkloads: maybe}", "selection.allWorkloads: invalid type"),
+            ("newField: 1\nkueue: {version: latest}", "'latest' is not a Kueue release"),
+            ("selection: {selectors: [{name: a, kinds: [Pod], matchLabels: {a: b}, x: 1}]}", "unknown variant `Pod`"),
+            ("selection: {selectors: [{kinds: [Job], matchLabels: {a: b}}]}", "missing field `name`"),
+            ("enforcement: {preemptible: Audit}\nnewField: 1", "unknown variant `Audit`"),
+            ("kueueManagedOwners: [{apiGroup: ray.io}]", "missing field `kind`"),
+            ("kueueControllerUsernames: [a]", "it moved to kueue.controllerUsernames"),
+            ("- a list\n", "invalid type: sequence, expected struct Config"),
+        ] {
+            let error = Config::parse(text).unwrap_err();
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+    }
+
     #[test]
     fn the_kueue_section_defaults_to_upstream_and_the_old_key_says_where_it_went() {
-        let config = Config::parse("kueue: {namespace: openshift-kueue-operator, version: v0.18.5}").unwrap();
+        let config = Config::parse("kueue: {namespace: openshift-kueue-operator, version: v0.18.5}").unwrap().config;
         assert_eq!(config.kueue.version.to_string(), "v0.18.5");
         assert_eq!(config.kueue.config_map, "kueue-manager-config", "unset fields keep their defaults");
         assert!(config.is_kueue_controller("system:serviceaccount:openshift-kueue-operator:kueue-controller-manager"));
@@ -425,7 +568,7 @@ mod tests {
         assert!(Config::parse("kueue: {configMap: a.b-c}").is_ok());
         assert!(Config::parse("kueue: {configMap: a..b}").unwrap_err().contains("is not a ConfigMap name"));
         assert!(Config::parse("kueue: {deployment: Kueue}").unwrap_err().contains("is not a Deployment name"));
-        assert_eq!(Config::parse("kueue: {deployment: kueue-ctl}").unwrap().kueue.deployment, "kueue-ctl");
+        assert_eq!(Config::parse("kueue: {deployment: kueue-ctl}").unwrap().config.kueue.deployment, "kueue-ctl");
     }
 
     #[test]
@@ -463,7 +606,8 @@ mod tests {
 
     #[test]
     fn the_shipped_config_is_the_defaults_written_out() {
-        let shipped = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
+        let shipped =
+            Config::parse(include_str!("../manifests/base/config.yaml")).and_then(Loaded::refuse_unknown).unwrap();
         assert_eq!(shipped, Config::default());
     }
 
@@ -479,14 +623,16 @@ mod tests {
              {name: b, kinds: [Job], matchLabels: {app: evalhub, tier: y}}, \
              {name: c, kinds: [JobSet], matchLabels: {'bad key': v}}]}",
         )
-        .unwrap();
+        .unwrap()
+        .config;
         assert_eq!(config.evaluations_watch(WorkloadKind::Job), EvaluationsWatch::Labelled("app=evalhub".into()));
         assert_eq!(config.evaluations_watch(WorkloadKind::JobSet), EvaluationsWatch::All);
-        let config =
-            Config::parse("selection: {selectors: [{name: a, kinds: [Job], matchLabels: {a: b, c: d}}]}").unwrap();
+        let config = Config::parse("selection: {selectors: [{name: a, kinds: [Job], matchLabels: {a: b, c: d}}]}")
+            .unwrap()
+            .config;
         assert_eq!(config.evaluations_watch(WorkloadKind::Job), EvaluationsWatch::Labelled("a=b,c=d".into()));
         assert_eq!(config.evaluations_watch(WorkloadKind::JobSet), EvaluationsWatch::None);
-        let config = Config::parse("selection: {allWorkloads: true, selectors: []}").unwrap();
+        let config = Config::parse("selection: {allWorkloads: true, selectors: []}").unwrap().config;
         assert_eq!(config.evaluations_watch(WorkloadKind::JobSet), EvaluationsWatch::All);
     }
 
@@ -496,7 +642,7 @@ mod tests {
         assert!(error.contains("no rule 'missing-local-queu'") && error.contains("missing-local-queue"), "{error}");
         assert!(Config::parse("enforcement: {queued: Deny}").unwrap_err().contains("no rule 'queued'"));
         assert!(Config::parse("enforcement: {preemptible: Audit}").unwrap_err().contains("unknown variant"));
-        let config = Config::parse("enforcement: {preemptible: Warn, bypasses-kueue: Deny}").unwrap();
+        let config = Config::parse("enforcement: {preemptible: Warn, bypasses-kueue: Deny}").unwrap().config;
         assert_eq!(config.enforcement(Reason::Preemptible), Enforcement::Warn);
         assert_eq!(config.enforcement(Reason::BypassesKueue), Enforcement::Deny);
         assert_eq!(config.enforcement(Reason::MissingLocalQueue), Enforcement::Deny);

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use eval_admission::cli::{AuditReport, Reviewed, Source};
+use eval_admission::config::Config;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +34,9 @@ enum Command {
         /// Policy configuration file (YAML); defaults apply without it.
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Refuse (exit 2) a config field this version does not know, instead of warning of it and ignoring it.
+        #[arg(long)]
+        strict: bool,
         /// How to print what a KIND/NAME request finds (a file's review prints JSON).
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
@@ -54,12 +58,16 @@ enum Command {
         /// Policy configuration file (YAML); defaults apply without it.
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Refuse (exit 2) a config field this version does not know, instead of warning of it and ignoring it.
+        #[arg(long)]
+        strict: bool,
         /// How to print the report.
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
     },
     /// Render the two webhook configurations from the policy config: which
     /// workloads reach the server (rules, matchConditions) and whose writes skip it.
+    /// A config field this version does not know is refused (exit 2).
     Manifests {
         /// Policy configuration file (YAML); defaults apply without it.
         #[arg(long)]
@@ -68,8 +76,27 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// The policy config on its own.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Run the HTTPS admission webhook server.
     Serve(Box<eval_admission::server::ServeArgs>),
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Read a policy config as `serve` would: exit 0 when this version reads it
+    /// (warning of each field it does not know and ignores), 2 when it does not.
+    Check {
+        /// Policy configuration file (YAML); defaults apply without it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Refuse (exit 2) a config field this version does not know, instead of warning of it and ignoring it.
+        #[arg(long)]
+        strict: bool,
+    },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -81,9 +108,13 @@ enum Output {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Review { cluster, kubeconfig, namespace, config, output, request } => {
+        Command::Review { cluster, kubeconfig, namespace, config, strict, output, request } => {
+            let config = match read_config(config.as_deref(), strict) {
+                Ok(config) => config,
+                Err(status) => return status,
+            };
             let source = source(&cluster, kubeconfig.as_deref());
-            match eval_admission::cli::review(source, config.as_deref(), &request, namespace.as_deref()) {
+            match eval_admission::cli::review(source, &config, &request, namespace.as_deref()) {
                 Ok(Reviewed::Chain(report)) => {
                     print_out(&format!("{}\n", serde_json::to_string_pretty(&report.output).unwrap_or_default()));
                     if report.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) }
@@ -95,8 +126,12 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Audit { cluster, kubeconfig, config, output } => {
-            match eval_admission::cli::audit(source(&cluster, kubeconfig.as_deref()), config.as_deref()) {
+        Command::Audit { cluster, kubeconfig, config, strict, output } => {
+            let config = match read_config(config.as_deref(), strict) {
+                Ok(config) => config,
+                Err(status) => return status,
+            };
+            match eval_admission::cli::audit(source(&cluster, kubeconfig.as_deref()), &config) {
                 Ok(report) => print_audit(&report, output),
                 Err(error) => {
                     eprintln!("eval-admission: {error}");
@@ -114,6 +149,19 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Config { command: ConfigCommand::Check { config, strict } } => {
+            match eval_admission::cli::check_config(config.as_deref(), strict) {
+                Ok((line, warnings)) => {
+                    print_warnings(&warnings);
+                    print_out(&format!("{line}\n"));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("eval-admission: {error}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Serve(args) => {
             let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
                 Ok(runtime) => runtime,
@@ -130,6 +178,27 @@ fn main() -> ExitCode {
                 }
             }
         }
+    }
+}
+
+/// A command's policy config, its warnings printed to stderr; else the error
+/// printed, and exit status 2.
+fn read_config(path: Option<&Path>, strict: bool) -> Result<Config, ExitCode> {
+    match eval_admission::cli::read_config(path, strict) {
+        Ok((config, warnings)) => {
+            print_warnings(&warnings);
+            Ok(config)
+        }
+        Err(error) => {
+            eprintln!("eval-admission: {error}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+fn print_warnings(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("eval-admission: warning: {warning}");
     }
 }
 

@@ -273,6 +273,7 @@ fn is_noncharacter(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Loaded;
     use crate::vocabulary::kueue;
 
     const SHIPPED: &str = "manifests/base/config.yaml";
@@ -317,7 +318,7 @@ mod tests {
         for profile in
             [include_str!("../manifests/base/config.yaml"), include_str!("../manifests/redhat-kueue/config.yaml")]
         {
-            let kueue = Config::parse(profile).unwrap().kueue;
+            let kueue = Config::parse(profile).and_then(Loaded::refuse_unknown).unwrap().kueue;
             for (resource, group, name) in
                 [("configmaps", "", kueue.config_map), ("deployments", "apps", kueue.deployment)]
             {
@@ -349,7 +350,8 @@ mod tests {
                 .collect()
         };
         let role = cluster_role();
-        let config = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
+        let config =
+            Config::parse(include_str!("../manifests/base/config.yaml")).and_then(Loaded::refuse_unknown).unwrap();
         for kind in [crate::workload::WorkloadKind::Job, crate::workload::WorkloadKind::JobSet] {
             let (group, _) = kind.group_version();
             let granted = verbs(&role, group, kind.resource());
@@ -368,7 +370,8 @@ mod tests {
 
     #[test]
     fn the_shipped_webhooks_are_rendered_from_the_shipped_config() {
-        let config = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
+        let config =
+            Config::parse(include_str!("../manifests/base/config.yaml")).and_then(Loaded::refuse_unknown).unwrap();
         let rendered = render(&config, SHIPPED);
         assert_eq!(rendered.mutating, include_str!("../manifests/base/webhooks/mutating.yaml"), "run: make manifests");
         assert_eq!(rendered.validating, include_str!("../manifests/base/webhooks/validating.yaml"));
@@ -378,8 +381,11 @@ mod tests {
     /// and its webhooks rendered from it.
     #[test]
     fn the_red_hat_profile_is_the_shipped_config_for_its_kueue() {
-        let shipped = Config::parse(include_str!("../manifests/base/config.yaml")).unwrap();
-        let red_hat = Config::parse(include_str!("../manifests/redhat-kueue/config.yaml")).unwrap();
+        let shipped =
+            Config::parse(include_str!("../manifests/base/config.yaml")).and_then(Loaded::refuse_unknown).unwrap();
+        let red_hat = Config::parse(include_str!("../manifests/redhat-kueue/config.yaml"))
+            .and_then(Loaded::refuse_unknown)
+            .unwrap();
         assert_eq!(red_hat.kueue.namespace, "openshift-kueue-operator");
         assert!(red_hat.is_kueue_controller("system:serviceaccount:openshift-kueue-operator:kueue-controller-manager"));
         assert_eq!(Config { kueue: shipped.kueue.clone(), ..red_hat.clone() }, shipped);
@@ -399,7 +405,8 @@ mod tests {
             "selection:\n  selectors:\n  - {name: lm-eval, kinds: [JobSet], matchLabels: {team: \"it's\"}}\n\
              kueue: {controllerUsernames: [a, b]}\n",
         )
-        .unwrap();
+        .unwrap()
+        .config;
         let rendered = render(&config, "f");
         assert!(rendered.mutating.contains("object.metadata.labels['team'] == 'it\\'s'"), "{}", rendered.mutating);
         assert!(!rendered.mutating.contains("\"jobs\""), "no selector names Jobs: {}", rendered.mutating);
@@ -407,7 +414,8 @@ mod tests {
         let owned = Config::parse(
             "selection:\n  selectors:\n  - {name: s, kinds: [JobSet], controlledBy: [{apiGroup: x.io, kind: Sweep}]}\n",
         )
-        .unwrap();
+        .unwrap()
+        .config;
         let rendered = render(&owned, "f");
         assert!(
             rendered.mutating.contains(
@@ -416,7 +424,7 @@ mod tests {
             "{}",
             rendered.mutating
         );
-        let all = Config::parse("selection: {allWorkloads: true}\nkueue: {controllerUsernames: []}\n").unwrap();
+        let all = Config::parse("selection: {allWorkloads: true}\nkueue: {controllerUsernames: []}\n").unwrap().config;
         let rendered = render(&all, "f");
         assert!(!rendered.mutating.contains("matchConditions"));
         assert!(!rendered.validating.contains("is-evaluation") && !rendered.validating.contains("not-kueue"));

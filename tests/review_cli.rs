@@ -331,3 +331,103 @@ fn review_of_a_stored_workload_says_why_it_waits() {
         "eval-admission: request: no Job plain/eval-queued in the cluster state files\n"
     );
 }
+
+/// A config written for a newer version (examples/config.yaml with a field
+/// this one does not know, nested and at the top): `review` and `audit` read it
+/// as they read the example, with one warning per field on stderr; `--strict`
+/// refuses it with exit 2, naming each; `manifests` refuses it without being
+/// asked; `config check` says which. docs/configuration.md, "Compatibility".
+#[test]
+fn a_config_field_this_version_does_not_know_is_warned_of_and_refused_by_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string(examples("config.yaml")).unwrap();
+    let newer = example.replace("  - name: aiperf\n", "  - name: aiperf\n    checkpointing: {every: 10m}\n");
+    assert_ne!(newer, example, "examples/config.yaml has the aiperf selector in block style");
+    let newer_path = dir.path().join("newer.yaml");
+    std::fs::write(&newer_path, format!("{newer}futureSection: {{enabled: true}}\n")).unwrap();
+    let newer_path = newer_path.display().to_string();
+    let run = |args: &[&str]| -> (Option<i32>, String, String) {
+        let output = Command::new(BIN).args(args).output().expect("runs the binary");
+        (output.status.code(), String::from_utf8(output.stdout).unwrap(), String::from_utf8(output.stderr).unwrap())
+    };
+    let (cluster, request) = (examples("cluster.yaml"), examples("evalhub-job.yaml"));
+    let warned = |stderr: &str| {
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "one warning per field: {stderr}");
+        for (line, field) in lines.iter().zip(["selection.selectors[1].checkpointing", "futureSection"]) {
+            assert!(
+                line.starts_with(&format!(
+                    "eval-admission: warning: config file {newer_path}: unknown field {field}: "
+                )) && line.contains("does not know it and ignores it"),
+                "{stderr}"
+            );
+        }
+    };
+    let refused = |stderr: &str| {
+        assert_eq!(
+            stderr.trim_end().lines().collect::<Vec<_>>(),
+            [format!(
+                "eval-admission: config file {newer_path}: unknown fields selection.selectors[1].checkpointing, \
+                 futureSection: eval-admission {} does not know them (misspelt, or written for a newer version)",
+                env!("CARGO_PKG_VERSION")
+            )]
+        );
+    };
+
+    let (code, stdout, stderr) = run(&["review", "--cluster", &cluster, "--config", &newer_path, &request]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let as_example = review_with("cluster.yaml", &request);
+    assert_eq!(stdout.as_bytes(), as_example.stdout, "the same review as under the example config");
+    assert!(as_example.stderr.is_empty());
+    warned(&stderr);
+    let (code, stdout, stderr) = run(&["review", "--strict", "--cluster", &cluster, "--config", &newer_path, &request]);
+    assert_eq!((code, stdout.as_str()), (Some(2), ""), "{stderr}");
+    refused(&stderr);
+
+    let (code, stdout, stderr) = run(&["audit", "--cluster", &cluster, "--config", &newer_path]);
+    assert_eq!((code, stdout.as_str()), (Some(0), "0 workloads audited, 0 found\n"), "{stderr}");
+    warned(&stderr);
+    let (code, _, stderr) = run(&["audit", "--strict", "--cluster", &cluster, "--config", &newer_path]);
+    assert_eq!(code, Some(2));
+    refused(&stderr);
+
+    let (code, stdout, stderr) = run(&["manifests", "--config", &newer_path]);
+    assert_eq!((code, stdout.as_str()), (Some(2), ""));
+    refused(&stderr);
+    let (code, stdout, stderr) = run(&["manifests", "--config", &examples("config.yaml")]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("kind: MutatingWebhookConfiguration"), "{stdout}");
+
+    let (code, stdout, stderr) = run(&["config", "check", "--config", &newer_path]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout,
+        format!(
+            "{newer_path}: eval-admission {} reads it, ignoring 2 fields it does not know\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    warned(&stderr);
+    let (code, stdout, stderr) = run(&["config", "check", "--strict", "--config", &newer_path]);
+    assert_eq!((code, stdout.as_str()), (Some(2), ""));
+    refused(&stderr);
+    let (code, stdout, stderr) = run(&["config", "check", "--strict", "--config", &examples("config.yaml")]);
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    assert!(
+        stdout.ends_with(&format!("config.yaml: eval-admission {} knows every field\n", env!("CARGO_PKG_VERSION")))
+    );
+
+    // A known field's bad value is refused with or without --strict.
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, example.replace("allWorkloads: false", "allWorkloads: sometimes")).unwrap();
+    for args in [&["config", "check", "--config"][..], &["review", "--cluster", &cluster, "--config"][..]] {
+        let mut args = args.to_vec();
+        args.push(bad.to_str().unwrap());
+        if args[0] == "review" {
+            args.push(&request);
+        }
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, Some(2), "{args:?}");
+        assert!(stderr.contains("selection.allWorkloads: invalid type: string \"sometimes\""), "{stderr}");
+    }
+}

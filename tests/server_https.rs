@@ -2,7 +2,8 @@
 //! `review` prints, bad input gets 400, certificates rotate under load,
 //! shutdown loses no in-flight review, readiness follows sync and shutdown,
 //! HTTP/2 is served only when `--http2` asks for it, with `--client-ca-file`
-//! only a caller with a certificate from that CA and an allowed name is answered.
+//! only a caller with a certificate from that CA and an allowed name is answered,
+//! a config with fields this version does not know starts it with a warning each.
 
 mod common;
 
@@ -401,4 +402,38 @@ async fn with_a_client_ca_only_an_allowed_certificate_is_answered() {
         let line = format!("eval_admission_client_certificates_refused_total{{reason=\"{reason}\"}} 1");
         assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
     }
+}
+
+/// A config written for a newer version (a field this one does not know)
+/// does not stop the server: it becomes ready, serves, and logs one warning
+/// per field, with its path. A rollback after a config change must not leave
+/// the webhooks (`failurePolicy: Fail`) without a server.
+#[tokio::test]
+async fn a_config_from_a_newer_version_starts_the_server_with_a_warning_per_unknown_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("newer-config");
+    let example = std::fs::read_to_string(repo("examples/config.yaml")).unwrap();
+    let newer = example.replace("  - name: aiperf\n", "  - name: aiperf\n    checkpointing: {every: 10m}\n");
+    assert_ne!(newer, example, "examples/config.yaml has the aiperf selector in block style");
+    let config = dir.path().join("newer.yaml");
+    std::fs::write(&config, format!("{newer}futureSection: {{enabled: true}}\n")).unwrap();
+    let server = state_server(dir.path(), &pki, &["--config", config.to_str().unwrap()]);
+    assert_eq!(plain_client().get(server.admin_url("/readyz")).send().await.unwrap().status(), 200);
+    let (status, text) =
+        post(&client(&[&pki.ca_pem], false), &server.url("/mutate"), review_body("evalhub-job.yaml")).await;
+    assert_eq!(status, 200, "{text}");
+    let warnings = |logs: &str| -> Vec<String> {
+        logs.lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|line| {
+                line["level"] == "WARN" && line["message"].as_str().is_some_and(|m| m.contains("unknown field"))
+            })
+            .map(|line| line["field"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let logged = testkit::wait_for("the unknown fields' warnings in the log", Duration::from_secs(5), || {
+        let logged = warnings(&server.logs());
+        (logged.len() >= 2).then_some(logged)
+    });
+    assert_eq!(logged, ["selection.selectors[1].checkpointing", "futureSection"], "{}", server.logs());
 }

@@ -9,7 +9,7 @@
 //! `check_review`.
 #![no_main]
 
-use eval_admission::config::Config;
+use eval_admission::config::{Config, Loaded};
 use eval_admission::manifests;
 use eval_admission_fuzz::{WEBHOOKS, check_review, fixed_bodies, state, write_seeds_if_asked};
 use libfuzzer_sys::fuzz_target;
@@ -23,7 +23,7 @@ fuzz_target!(
     },
     |data: &[u8]| {
         let Ok(text) = std::str::from_utf8(data) else { return };
-        let Ok(config) = Config::parse(text) else { return };
+        let Ok(Loaded { config, .. }) = Config::parse(text) else { return };
         check_rendered(&config);
         for (body, request) in fixed_bodies() {
             for webhook in WEBHOOKS {

@@ -14,7 +14,7 @@ use eval_admission::admission::{self, Webhook};
 use eval_admission::cli;
 use eval_admission::cluster::ClusterState;
 use eval_admission::cluster::state_file;
-use eval_admission::config::Config;
+use eval_admission::config::{Config, Loaded};
 use eval_admission::vocabulary::reason::Reason;
 use serde_json::Value;
 
@@ -52,8 +52,9 @@ pub fn configs() -> &'static [(&'static str, Config)] {
     static CONFIGS: OnceLock<Vec<(&'static str, Config)>> = OnceLock::new();
     CONFIGS.get_or_init(|| {
         let default = Config::default();
-        let base = Config::parse(BASE_CONFIG).expect("manifests/base/config.yaml parses");
-        let wide = Config::parse(&wide_config_text()).expect("the wide config parses");
+        let base =
+            Config::parse(BASE_CONFIG).and_then(Loaded::refuse_unknown).expect("manifests/base/config.yaml parses");
+        let wide = Config::parse(&wide_config_text()).and_then(Loaded::refuse_unknown).expect("the wide config parses");
         let mut configs = vec![("default", default.clone())];
         if base != default {
             configs.push(("base", base));
@@ -65,7 +66,9 @@ pub fn configs() -> &'static [(&'static str, Config)] {
 
 pub fn base_config() -> &'static Config {
     static BASE: OnceLock<Config> = OnceLock::new();
-    BASE.get_or_init(|| Config::parse(BASE_CONFIG).expect("manifests/base/config.yaml parses"))
+    BASE.get_or_init(|| {
+        Config::parse(BASE_CONFIG).and_then(Loaded::refuse_unknown).expect("manifests/base/config.yaml parses")
+    })
 }
 
 /// A few fixed AdmissionReview bodies (a Job CREATE, a JobSet CREATE, a Job

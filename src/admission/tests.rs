@@ -137,7 +137,7 @@ mod mutating {
         let decision = mutate(&config, &with_owner, &decode(&create_review(&owned)).unwrap());
         assert_eq!(decision.reason, Reason::OwnedByKueueWorkload);
 
-        let all = Config::parse("selection: {allWorkloads: true}").unwrap();
+        let all = Config::parse("selection: {allWorkloads: true}").unwrap().config;
         let decision = mutate(&all, &state, &decode(&create_review(&other)).unwrap());
         assert_eq!(decision.reason, Reason::Queued, "allWorkloads applies the policy to every Job");
     }
@@ -298,7 +298,7 @@ mod policy_config {
         let state = seed_state();
         let denied = validate(&Config::default(), &state, &request(&missing_queue_job()));
         assert_eq!((denied.allowed, denied.enforcement_label()), (false, "Deny"));
-        let warn = Config::parse("enforcement: {missing-local-queue: Warn}").unwrap();
+        let warn = Config::parse("enforcement: {missing-local-queue: Warn}").unwrap().config;
         let warned = validate(&warn, &state, &request(&missing_queue_job()));
         assert_eq!(
             (warned.allowed, warned.reason, warned.enforcement_label()),
@@ -306,7 +306,7 @@ mod policy_config {
         );
         assert_eq!(warned.warnings, vec![denied.message.clone().unwrap()]);
         assert!(warned.unconfirmed.is_some(), "a warning about a missing object is confirmed live too");
-        let off = Config::parse("enforcement: {missing-local-queue: Off}").unwrap();
+        let off = Config::parse("enforcement: {missing-local-queue: Off}").unwrap().config;
         let silent = validate(&off, &state, &request(&missing_queue_job()));
         assert_eq!((silent.allowed, silent.warnings.len(), silent.enforcement_label()), (true, 0, "Off"));
         assert_eq!(silent.unconfirmed, None);
@@ -325,13 +325,13 @@ mod policy_config {
         let warned = mutate(&Config::default(), &state, &job);
         assert_eq!((warned.allowed, warned.reason, warned.warnings.len()), (true, Reason::BypassesKueue, 1));
         assert!(warned.warnings[0].ends_with("EvalHub users: set queue.name in the evaluation request."));
-        let deny = Config::parse("enforcement: {bypasses-kueue: Deny}").unwrap();
+        let deny = Config::parse("enforcement: {bypasses-kueue: Deny}").unwrap().config;
         let denied = mutate(&deny, &state, &job);
         assert!(!denied.allowed);
         assert!(
             denied.message.as_deref().unwrap().starts_with("Job plain/evalhub-3f2a has no kueue.x-k8s.io/queue-name")
         );
-        let off = Config::parse("enforcement: {bypasses-kueue: Off}").unwrap();
+        let off = Config::parse("enforcement: {bypasses-kueue: Off}").unwrap().config;
         let silent = mutate(&off, &state, &job);
         assert_eq!((silent.allowed, silent.warnings.len(), silent.enforcement_label()), (true, 0, "Off"));
     }
@@ -377,7 +377,7 @@ mod policy_config {
         );
         let denied = validate(&Config::default(), &state, &request(&job));
         assert_eq!((denied.allowed, denied.reason), (false, Reason::PodsWouldBeRefused));
-        let drop = Config::parse("dropRepeatedPodPriorityClass: true").unwrap();
+        let drop = Config::parse("dropRepeatedPodPriorityClass: true").unwrap().config;
         let mutated = mutate(&drop, &state, &request(&job));
         assert_eq!(mutated.warnings.len(), 1, "{:?}", mutated.warnings);
         let mut patched = job.clone();

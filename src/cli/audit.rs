@@ -31,19 +31,18 @@ pub struct AuditReport {
     kueue: String,
 }
 
-pub fn audit(source: Source<'_>, config: Option<&Path>) -> Result<AuditReport, Error> {
-    let config = Config::load(config)?;
+pub fn audit(source: Source<'_>, config: &Config) -> Result<AuditReport, Error> {
     match source {
         Source::Files(paths) => {
             let (state, workloads) = state_file::load_with_workloads(&paths, &config.kueue)?;
-            let (count, findings) = run_offline(judge_all(&config, &Offline(&state), &workloads))?;
+            let (count, findings) = run_offline(judge_all(config, &Offline(&state), &workloads))?;
             Ok(AuditReport { workloads: count, findings, kueue: state.kueue_config().summary() })
         }
         Source::Live { kubeconfig } => block_on(async {
-            let cluster = LiveCluster::connect(kubeconfig, &config).await?;
+            let cluster = LiveCluster::connect(kubeconfig, config).await?;
             let workloads = cluster.workloads().await?;
             let kueue = cluster.state().kueue_config().summary();
-            let (count, findings) = judge_all(&config, cluster.lookups(), &workloads).await?;
+            let (count, findings) = judge_all(config, cluster.lookups(), &workloads).await?;
             Ok(AuditReport { workloads: count, findings, kueue })
         }),
     }
@@ -53,12 +52,11 @@ pub fn audit(source: Source<'_>, config: Option<&Path>) -> Result<AuditReport, E
 /// kubeconfig's namespace, or `default` in a file).
 pub(super) fn audit_stored(
     source: Source<'_>,
-    config: Option<&Path>,
+    config: &Config,
     kind: WorkloadKind,
     name: &str,
     namespace: Option<&str>,
 ) -> Result<AuditReport, Error> {
-    let config = Config::load(config)?;
     match source {
         Source::Files(paths) => {
             let (state, workloads) = state_file::load_with_workloads(&paths, &config.kueue)?;
@@ -66,15 +64,15 @@ pub(super) fn audit_stored(
             let found = workloads.into_iter().find(|object| is_named(object, kind, namespace, name));
             let object = found
                 .ok_or_else(|| Error::Request(format!("no {kind} {namespace}/{name} in the cluster state files")))?;
-            let (count, findings) = run_offline(judge_all(&config, &Offline(&state), &[object]))?;
+            let (count, findings) = run_offline(judge_all(config, &Offline(&state), &[object]))?;
             Ok(AuditReport { workloads: count, findings, kueue: state.kueue_config().summary() })
         }
         Source::Live { kubeconfig } => block_on(async {
-            let cluster = LiveCluster::connect(kubeconfig, &config).await?;
+            let cluster = LiveCluster::connect(kubeconfig, config).await?;
             let namespace = namespace.unwrap_or(cluster.default_namespace()).to_string();
             let object = cluster.workload(kind, &namespace, name).await?;
             let kueue = cluster.state().kueue_config().summary();
-            let (count, findings) = judge_all(&config, cluster.lookups(), &[object]).await?;
+            let (count, findings) = judge_all(config, cluster.lookups(), &[object]).await?;
             Ok(AuditReport { workloads: count, findings, kueue })
         }),
     }

@@ -164,14 +164,14 @@ mod tests {
 
     #[test]
     fn a_rule_set_off_is_never_reported() {
-        let config = Config::parse("enforcement: {bypasses-kueue: Off, missing-local-queue: Warn}").unwrap();
+        let config = Config::parse("enforcement: {bypasses-kueue: Off, missing-local-queue: Warn}").unwrap().config;
         let view = seed_state();
         let unqueued = evalhub_job("plain", None);
         assert_eq!(audit_existing(&config, &view, job_subject(&unqueued), Stage::Running), None);
         let missing = evalhub_job("team-a-namespace", Some("retired-queue"));
         let found = audit_existing(&config, &view, job_subject(&missing), Stage::Queued).unwrap();
         assert_eq!(found.enforcement, Enforcement::Warn, "a warned rule is reported, as a warning");
-        let config = Config::parse("enforcement: {missing-local-queue: Off}").unwrap();
+        let config = Config::parse("enforcement: {missing-local-queue: Off}").unwrap().config;
         assert_eq!(audit_existing(&config, &view, job_subject(&missing), Stage::Queued), None);
     }
 }

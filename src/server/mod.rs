@@ -147,7 +147,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     // Signal handlers first: a SIGTERM at any point after this starts the graceful shutdown.
     let shutdown = Shutdown::new();
     let on_signals = shutdown.clone().on_signals(args.shutdown_delay).map_err(Error::Signals)?;
-    let config = Arc::new(Config::load(args.config.as_deref())?);
+    let loaded = Config::load(args.config.as_deref())?;
+    for field in &loaded.unknown_fields {
+        tracing::warn!(field = %field, "config file: {}", crate::config::unknown_field_warning(field));
+    }
+    let config = Arc::new(loaded.config);
     let mut metrics = Metrics::new();
     metrics.count_dropped_log_lines(logging.dropped_lines());
     let metrics = Arc::new(metrics);

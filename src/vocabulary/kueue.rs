@@ -210,9 +210,12 @@ impl<'de> serde::Deserialize<'de> for KueueVersion {
 /// Which Kueue runs the cluster and where: its release, its namespace (where
 /// its controller manager runs and its Configuration's ConfigMap lives), that
 /// ConfigMap's name, and who it acts as. Upstream's install is the default;
-/// the Red Hat build of Kueue runs in `openshift-kueue-operator`.
+/// the Red Hat build of Kueue runs in `openshift-kueue-operator`. The policy
+/// config's `kueue` section, so a field this version does not know is ignored
+/// and reported as the config's are (crate::config), unlike in Kueue's own
+/// Configuration, which Kueue decodes strictly (cluster::kueue_config).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct KueueInstall {
     pub version: KueueVersion,
     pub namespace: String,

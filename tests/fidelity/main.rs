@@ -140,7 +140,7 @@ fn judged_release() -> Option<String> {
 /// judged, or FIDELITY_MODEL_KUEUE to measure a model told another release
 /// (how far the v0.19.2 model is from an older Kueue).
 fn model_config() -> Config {
-    let mut config = Config::load(None).unwrap();
+    let mut config = Config::load(None).unwrap().config;
     let told = std::env::var("FIDELITY_MODEL_KUEUE").ok().filter(|r| !r.is_empty()).or_else(judged_release);
     if let Some(release) = told {
         config.kueue.version = KueueVersion::parse(&release).expect("a Kueue release such as v0.18.2");
@@ -674,7 +674,7 @@ fn replayed_cases() {
     assert!(!cases.is_empty(), "tests/fidelity/cases has no cases");
     let binary = oracle::build(None);
     let mut judge = Oracle::start(&binary);
-    let config = Config::load(None).unwrap();
+    let config = Config::load(None).unwrap().config;
     let (mut agree, mut still) = (0, Vec::new());
     for case in &cases {
         let record: Value = serde_json::from_slice(&std::fs::read(case.join("case.json")).unwrap()).unwrap();
@@ -806,7 +806,7 @@ fn the_judge_enters_tainted_flavors_as_a_real_user_would() {
             .build()
     };
     let mut judge = Oracle::start(&oracle::build(None));
-    let config = Config::load(None).unwrap();
+    let config = Config::load(None).unwrap().config;
 
     let tolerating = job(toleration);
     let verdict = judge.judge("tainted", &objects, &tolerating);
@@ -856,7 +856,7 @@ fn kueue_restarts_a_scan_that_ended_on_its_last_flavor() {
     let mut judge = Oracle::start(&oracle::build(None));
     let verdict = judge.judge("three-pools", &objects, &jobset);
     assert!(verdict.admissible, "{verdict:?}");
-    let eval = eval_verdict(&Config::load(None).unwrap(), &objects, &jobset);
+    let eval = eval_verdict(&Config::load(None).unwrap().config, &objects, &jobset);
     assert!(eval.allowed, "{eval:?}");
 }
 
@@ -870,7 +870,7 @@ fn the_judge_refuses_the_workloads_the_api_server_refuses() {
     let objects =
         eval_admission::vocabulary::yaml::documents(&std::fs::read(repo("examples/cluster.yaml")).unwrap()).unwrap();
     let mut judge = Oracle::start(&oracle::build(None));
-    let config = Config::load(None).unwrap();
+    let config = Config::load(None).unwrap().config;
     let jobset = |count: usize| {
         let mut builder = testkit::JobSetBuilder::new("my-benchmarks", "sweep")
             .label("app", "aiperf")
@@ -939,7 +939,7 @@ fn the_judge_counts_what_kueue_adds_to_requests() {
         ),
     ];
     let mut judge = Oracle::start(&oracle::build(None));
-    let config = Config::load(None).unwrap();
+    let config = Config::load(None).unwrap().config;
     for (name, extra, workload) in cases {
         let mut objects = Vec::new();
         queue(&mut objects);
@@ -972,7 +972,7 @@ fn the_judge_counts_resources_as_kueues_configuration_says() {
         serde_json::from_slice(&std::fs::read(repo("tests/fidelity/resources-cases.json")).unwrap()).unwrap();
     let expected = [("exclude", true), ("mig", true), ("mig-too-much", false), ("ignore-undeclared", true)];
     let mut judge = Oracle::start(&oracle::build(None));
-    let config = Config::load(None).unwrap();
+    let config = Config::load(None).unwrap().config;
     for (case, (id, admissible)) in cases.iter().zip(expected) {
         assert_eq!(case["id"], id);
         let objects = case["objects"].as_array().unwrap().clone();
