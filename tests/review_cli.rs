@@ -221,15 +221,15 @@ fn a_closed_stdout_is_not_a_panic() {
     assert_eq!(output.status.code(), Some(1), "denied, whoever reads the output: {stderr}");
 }
 
-/// The README quotes the denial of each example its table names, under a
+/// docs/rules.md quotes the denial of each example its tables name, under a
 /// heading starting with the reason; each must be what `review` says for that
 /// example, word for word.
 #[test]
-fn the_readme_quotes_each_denial_exactly() {
-    let readme = std::fs::read_to_string(testkit::repo("README.md")).unwrap();
+fn the_rules_doc_quotes_each_denial_exactly() {
+    let rules = std::fs::read_to_string(testkit::repo("docs/rules.md")).unwrap();
     let quotes = |reason: &str| -> Vec<&str> {
         let heading = format!("**`{reason}`**");
-        let lines: Vec<&str> = readme.lines().collect();
+        let lines: Vec<&str> = rules.lines().collect();
         lines
             .windows(3)
             .filter(|w| w[0].starts_with(&heading) && w[0].ends_with(':') && w[1].is_empty())
@@ -237,7 +237,7 @@ fn the_readme_quotes_each_denial_exactly() {
             .collect()
     };
     let mut compared = 0;
-    for row in readme.lines().filter(|line| line.starts_with("| `") && line.contains("`examples/job")) {
+    for row in rules.lines().filter(|line| line.starts_with("| `") && line.contains("`examples/job")) {
         let reason = row.split('`').nth(1).unwrap();
         let example = row.rsplit("`examples/").next().unwrap().split('`').next().unwrap();
         let (said_reason, message) = denial(&review(example).1);
@@ -245,11 +245,11 @@ fn the_readme_quotes_each_denial_exactly() {
         let quoted = quotes(reason);
         assert!(
             quoted.contains(&message.as_str()),
-            "README quotes for `{reason}` lack {example}'s:\n{message}\n{quoted:#?}"
+            "docs/rules.md quotes for `{reason}` lack {example}'s:\n{message}\n{quoted:#?}"
         );
         compared += 1;
     }
-    assert!(compared >= 14, "only {compared} examples in the rules table: the README's layout changed");
+    assert!(compared >= 14, "only {compared} examples in the rules tables: docs/rules.md's layout changed");
 }
 
 fn audit(args: &[&str]) -> Output {
