@@ -160,7 +160,7 @@ fuzz-smoke: fuzz-tools
 fuzz: fuzz-tools
 	CACHE=$(CACHE) ./fuzz/run.sh long
 
-# ---- mutation testing (README "Tests") ----
+# ---- mutation testing (docs/development.md) ----
 # cargo-mutants over the policy and the admission code, the unit tests run
 # per mutant (the integration suites would take hours on 2 cores); the
 # results land in $(MUTANTS_OUT)/mutants.out. Not part of `make test`.

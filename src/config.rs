@@ -1,5 +1,5 @@
 //! The policy configuration file (YAML). Every field has a default, so an empty
-//! file, or no file, gives the behaviour the README documents.
+//! file, or no file, gives the behaviour docs/configuration.md documents.
 //!
 //! A field this version does not know is not an error: it is ignored and
 //! reported ([`Loaded::unknown_fields`]), so that a config written for a newer

@@ -1,5 +1,5 @@
 //! eval-admission: an admission webhook in front of Kueue for evaluation and
-//! benchmark workloads. See README.md for the rules and how to run it.
+//! benchmark workloads. See docs/rules.md for the rules and README.md for how to run it.
 
 pub mod admission;
 pub mod cache;

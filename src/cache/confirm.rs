@@ -131,7 +131,7 @@ mod tests {
         assert_eq!((0..100).filter(|_| gate.take_at(much_later)).count(), burst, "never more than the burst");
     }
 
-    /// The metric's label values, as the README documents them.
+    /// The metric's label values, as docs/operations.md documents them.
     #[test]
     fn each_answer_has_its_label() {
         let labels = [Confirmation::Found, Confirmation::Absent, Confirmation::Throttled].map(Confirmation::label);
