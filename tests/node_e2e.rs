@@ -90,6 +90,28 @@ fn install(plane: &ControlPlane, node: &Node) -> Result<PathBuf> {
     Ok(manifests)
 }
 
+/// Deletes the earlier tests' queue namespaces, whose admitted Jobs each
+/// hold a CPU of the node's two: new replicas must be scheduled.
+fn free_the_node(plane: &ControlPlane) -> Result<()> {
+    let (key, value) = QUEUE_NAMESPACE_LABEL;
+    let selector = format!("{key}={value}");
+    // Not waited for: a namespace of 1,000 Jobs takes long to go; its running pods go first.
+    plane.run(&["delete", "namespace", "-l", &selector, "--wait=false"], None)?;
+    poll_retrying(
+        "the queue namespaces' running pods to be gone",
+        Duration::from_secs(180),
+        Duration::from_secs(1),
+        || Ok(()),
+        || {
+            let running =
+                ["get", "pods", "-A", "-l", "app=evalhub", "--field-selector=status.phase=Running", "-o", "name"];
+            let pods = plane.run(&running, None)?;
+            ensure!(pods.trim().is_empty(), "still running: {pods}");
+            Ok(())
+        },
+    )
+}
+
 /// The uninstall of docs/install.md, whichever source installed it: the
 /// cluster-scoped objects by their label, then the namespace, waited for.
 fn uninstall(plane: &ControlPlane) -> Result<()> {
@@ -104,6 +126,7 @@ fn uninstall(plane: &ControlPlane) -> Result<()> {
 /// cluster and waits for both replicas behind the Service.
 fn reinstall(env: &NodeEnvironment, kustomization: &str) -> Result<()> {
     uninstall(&env.plane)?;
+    free_the_node(&env.plane)?;
     env.plane.run(&["apply", "-k", env.manifests.join(kustomization).to_str().context("path")?], None)?;
     wait_available(&env.plane, 2, Duration::from_secs(300))
 }
@@ -176,6 +199,9 @@ fn get(plane: &ControlPlane, kind: &str, namespace: &str, name: &str) -> Result<
     Ok(serde_json::from_str(&plane.run(&["get", kind, name, "-n", namespace, "-o", "json"], None)?)?)
 }
 
+/// What marks the namespaces [`queue_namespace`] makes.
+const QUEUE_NAMESPACE_LABEL: (&str, &str) = ("eval-admission-test", "queue");
+
 /// A namespace whose default queue leads to a ClusterQueue with `cpu` of quota.
 fn queue_namespace(plane: &ControlPlane, cpu: &str) -> Result<String> {
     let id = unique();
@@ -184,7 +210,7 @@ fn queue_namespace(plane: &ControlPlane, cpu: &str) -> Result<String> {
         &[
             flavor(&rf),
             cluster_queue(&cq, &rf, cpu, Value::Null),
-            namespace(&ns, Some("evaluations"), &[]),
+            namespace(&ns, Some("evaluations"), &[QUEUE_NAMESPACE_LABEL]),
             local_queue(&ns, "evaluations", &cq),
         ],
         &[],
@@ -649,6 +675,7 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
 fn the_helm_chart_install_serves_with_its_own_certificates() {
     let env = environment();
     uninstall(&env.plane).unwrap();
+    free_the_node(&env.plane).unwrap();
     let helm =
         common::control_plane::built(&common::control_plane::build("hack/build-helm.sh").unwrap(), "helm_bin").unwrap();
     let kubeconfig = env.plane.kubeconfig.to_str().unwrap();
