@@ -960,3 +960,77 @@ mod build_stage {
         assert_eq!(map_paths("x=/out; ls src/out /out", &dirs, root), "x=/tmp/x/root/out; ls src/out /tmp/x/root/out");
     }
 }
+
+/// The release workflow (docs/release.md) as far as it runs without a
+/// container engine: what `make image` and `make image-push` would run, and
+/// the CHANGELOG's entry for the version they tag.
+mod release {
+    use std::process::Command;
+
+    use super::{crate_version, repo};
+
+    /// The commands `make -n ARGS` prints (nothing runs), one a line
+    /// (continuation lines joined).
+    fn make_dry_run(args: &[&str]) -> Vec<String> {
+        let mut make = Command::new("make");
+        make.args(["-n", "--no-print-directory", "-C"]).arg(repo("")).args(args);
+        // The defaults, whatever the environment running the tests sets.
+        for var in ["MAKEFLAGS", "MFLAGS", "MAKELEVEL", "REGISTRY", "IMAGE", "CONTAINER_TOOL", "IMAGE_PLATFORM"] {
+            make.env_remove(var);
+        }
+        let output = make.output().expect("run make");
+        assert!(output.status.success(), "make -n {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        let printed = String::from_utf8(output.stdout).expect("UTF-8 make output");
+        printed.replace("\\\n", " ").lines().map(str::to_string).collect()
+    }
+
+    /// The words of the one printed command that runs `tool verb`.
+    fn command(lines: &[String], tool: &str, verb: &str) -> Vec<String> {
+        let commands: Vec<Vec<String>> = lines
+            .iter()
+            .map(|line| line.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .filter(|words| words.len() >= 2 && words[0] == tool && words[1] == verb)
+            .collect();
+        assert_eq!(commands.len(), 1, "one `{tool} {verb}` among {lines:#?}");
+        commands.into_iter().next().unwrap()
+    }
+
+    /// The value of `flag` (`-t X` or `-t=X`) in a command's words.
+    fn flag(words: &[String], flag: &str) -> Option<String> {
+        words.iter().enumerate().find_map(|(i, word)| {
+            if word == flag {
+                words.get(i + 1).cloned()
+            } else {
+                word.strip_prefix(&format!("{flag}=")).map(str::to_string)
+            }
+        })
+    }
+
+    #[test]
+    fn make_image_tags_the_crate_version() {
+        let version = crate_version();
+        let build = command(&make_dry_run(&["image"]), "docker", "build");
+        assert_eq!(
+            flag(&build, "-t"),
+            Some(format!("ghcr.io/eval-admission/eval-admission:{version}")),
+            "make image: {build:?}"
+        );
+        assert_eq!(flag(&build, "-f").as_deref(), Some("Dockerfile"), "{build:?}");
+        assert_eq!(build.last().map(String::as_str), Some("."), "the context is the repository: {build:?}");
+
+        // A platform team's registry, with podman.
+        let own = ["CONTAINER_TOOL=podman", "REGISTRY=registry.example.com/platform"];
+        let build = command(&make_dry_run(&[&["image"], &own[..]].concat()), "podman", "build");
+        assert_eq!(flag(&build, "-t"), Some(format!("registry.example.com/platform/eval-admission:{version}")));
+    }
+
+    #[test]
+    fn make_image_push_pushes_the_tag_it_builds() {
+        let version = crate_version();
+        let own = ["image-push", "CONTAINER_TOOL=podman", "IMAGE=registry.example.com/team/admission"];
+        let lines = make_dry_run(&own);
+        let reference = format!("registry.example.com/team/admission:{version}");
+        assert_eq!(flag(&command(&lines, "podman", "build"), "-t"), Some(reference.clone()));
+        assert_eq!(command(&lines, "podman", "push")[2..], [reference], "{lines:#?}");
+    }
+}
