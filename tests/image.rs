@@ -1033,4 +1033,19 @@ mod release {
         assert_eq!(flag(&command(&lines, "podman", "build"), "-t"), Some(reference.clone()));
         assert_eq!(command(&lines, "podman", "push")[2..], [reference], "{lines:#?}");
     }
+
+    /// CHANGELOG.md (Keep a Changelog) has an Unreleased section, then one
+    /// for the crate's version.
+    #[test]
+    fn changelog_has_the_crate_version() {
+        let version = crate_version();
+        let changelog = std::fs::read_to_string(repo("CHANGELOG.md")).expect("read CHANGELOG.md");
+        let sections: Vec<&str> = changelog
+            .lines()
+            .filter_map(|line| line.strip_prefix("## [")?.split_once(']'))
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(sections.first(), Some(&"Unreleased"), "CHANGELOG.md's first section: {sections:?}");
+        assert!(sections.contains(&version.as_str()), "CHANGELOG.md has no `## [{version}]` section: {sections:?}");
+    }
 }
