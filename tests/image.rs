@@ -350,8 +350,8 @@ fn crate_version() -> String {
 /// whose path it infers) even to build one binary, so a file no COPY brings
 /// in fails here as it fails `docker build`.
 ///
-/// `target/` is a link to `$EVAL_ADMISSION_CACHE/target-image`, so a warm run
-/// builds only what changed. As Docker's COPY does, the copies keep their
+/// `target/` is a link to the release builds' target dir (`CARGO_TARGET_DIR`,
+/// else `$EVAL_ADMISSION_CACHE/target`), so a warm run builds only what changed. As Docker's COPY does, the copies keep their
 /// modification times; but a context unlike the one the cache was last built
 /// from (another clone's, say: cargo's fingerprints are relative to the
 /// workspace) gets fresh ones, so cargo rebuilds this tree's crates.
@@ -713,6 +713,17 @@ mod build_stage {
         }
     }
 
+    /// The release builds' target dir (the Makefile's `CARGO_TARGET_DIR`):
+    /// cargo keys a workspace's own crates by their paths relative to the
+    /// workspace, so the copy and the tree it was copied from share every
+    /// artifact, and a cold run builds the dependencies once for both.
+    fn target_dir() -> PathBuf {
+        std::env::var_os("CARGO_TARGET_DIR")
+            .filter(|dir| !dir.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| cache_dir().join("target"))
+    }
+
     fn cache_dir() -> PathBuf {
         std::env::var_os("EVAL_ADMISSION_CACHE")
             .filter(|dir| !dir.is_empty())
@@ -803,7 +814,7 @@ mod build_stage {
 
         // The workspace's target/ is the persistent cache; one run at a time
         // uses it with the stamp of the context it was last built from.
-        let cache = cache_dir().join("target-image");
+        let cache = target_dir();
         fs::create_dir_all(&cache).unwrap();
         let lock = File::create(cache.join(".image-test.lock")).unwrap();
         lock.lock().expect("lock the image build cache");
