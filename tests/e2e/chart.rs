@@ -235,6 +235,16 @@ fn helm_template_renders_each_kustomize_install() {
     assert_same(
         "with monitoring",
         &monitored,
-        &chart(ns, &["--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true"]),
+        &chart(
+            ns,
+            &[
+                "--set",
+                "serviceMonitor.enabled=true",
+                "--set",
+                "prometheusRule.enabled=true",
+                "--set",
+                "grafanaDashboard.enabled=true",
+            ],
+        ),
     );
 }
