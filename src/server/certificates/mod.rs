@@ -431,7 +431,7 @@ fn seconds(duration: Duration) -> i64 {
 }
 
 fn unix_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| seconds(elapsed))
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, seconds)
 }
 
 #[cfg(test)]
