@@ -318,29 +318,6 @@ fn image_build_is_deterministic() {
     assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(), "two builds of the same inputs, two archives");
 }
 
-/// The `[package]` table's `key = "value"` in a Cargo manifest.
-fn package_field(manifest: &str, key: &str) -> Option<String> {
-    let mut in_package = false;
-    for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_package = line == "[package]";
-        } else if let Some((k, v)) = line.split_once('=')
-            && in_package
-            && k.trim() == key
-        {
-            let value = v.split('#').next().unwrap_or_default().trim();
-            return Some(value.trim_matches('"').to_string());
-        }
-    }
-    None
-}
-
-/// The crate's version, from Cargo.toml as the tree has it now.
-fn crate_version() -> String {
-    let manifest = std::fs::read_to_string(repo("Cargo.toml")).expect("read Cargo.toml");
-    package_field(&manifest, "version").expect("Cargo.toml has no [package] version")
-}
-
 /// The Dockerfile's build stage run the way `docker build` runs it, without
 /// Docker: the context is assembled from the stage's COPY lines by
 /// .dockerignore's rules in a directory standing in for the image's
@@ -364,7 +341,9 @@ mod build_stage {
     use std::process::Command;
     use std::time::SystemTime;
 
-    use super::{crate_version, instructions, package_field, repo, split};
+    use testkit::{crate_version, package_field};
+
+    use super::{instructions, repo, split};
 
     /// A stage: the image FROM names, its name (`AS name`), and the
     /// instructions after FROM as (keyword, rest).
@@ -978,7 +957,9 @@ mod build_stage {
 mod release {
     use std::process::Command;
 
-    use super::{crate_version, repo};
+    use testkit::crate_version;
+
+    use super::repo;
 
     /// The commands `make -n ARGS` prints (nothing runs), one a line
     /// (continuation lines joined).

@@ -43,6 +43,30 @@ pub fn repo(path: &str) -> PathBuf {
     .join(path)
 }
 
+/// The `[package]` table's `key = "value"` in a Cargo manifest's text.
+pub fn package_field(manifest: &str, key: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if let Some((k, v)) = line.split_once('=')
+            && in_package
+            && k.trim() == key
+        {
+            let value = v.split('#').next().unwrap_or_default().trim();
+            return Some(value.trim_matches('"').to_string());
+        }
+    }
+    None
+}
+
+/// The eval-admission crate's version, from Cargo.toml as the tree has it now
+/// (the image's tag, the chart's version and the CHANGELOG follow it).
+pub fn crate_version() -> String {
+    let manifest = std::fs::read_to_string(repo("Cargo.toml")).expect("read Cargo.toml");
+    package_field(&manifest, "version").expect("Cargo.toml has no [package] version")
+}
+
 /// A port nothing listens on now (the kernel's pick; the tiny window before
 /// the process binds it is the only race, and no two picks here collide).
 pub fn free_port() -> std::io::Result<u16> {

@@ -133,51 +133,53 @@ fn the_charts_files_are_copies_of_the_manifests_and_its_version_the_crates() {
         copies += 1;
     }
     assert!(copies >= 10, "{copies}");
-    let cargo: toml_like::Version = toml_like::version(&std::fs::read_to_string(repo("Cargo.toml")).unwrap());
+    let version = testkit::crate_version();
     let chart: Value =
         serde_yaml::from_str(&std::fs::read_to_string(repo("charts/eval-admission/Chart.yaml")).unwrap()).unwrap();
-    assert_eq!(chart["version"], cargo.0.as_str());
-    assert_eq!(chart["appVersion"], cargo.0.as_str());
+    assert_eq!(chart["version"], version.as_str());
+    assert_eq!(chart["appVersion"], version.as_str());
 }
 
-/// Just the `version` of Cargo.toml's `[package]`.
-mod toml_like {
-    pub struct Version(pub String);
-
-    pub fn version(cargo_toml: &str) -> Version {
-        let package = cargo_toml.split("[package]").nth(1).unwrap();
-        let line = package.lines().find(|line| line.starts_with("version")).unwrap();
-        Version(line.split('"').nth(1).unwrap().to_string())
-    }
+/// Each kustomize install, and the namespace and chart values that choose
+/// the same objects.
+fn installs() -> Vec<(&'static str, &'static str, Vec<String>)> {
+    let set = |values: &[&str]| values.iter().flat_map(|value| ["--set".to_string(), value.to_string()]).collect();
+    let pair = static_pair();
+    let file = |value: &str, name: &str| {
+        ["--set-file".into(), format!("certificates.static.{value}={}", pair.join(name).display())]
+    };
+    let ns = "eval-admission-system";
+    vec![
+        ("manifests", ns, vec![]),
+        ("manifests/cert-manager", ns, set(&["certificates.source=cert-manager"])),
+        (
+            "manifests/openshift",
+            ns,
+            set(&["certificates.source=openshift-service-ca", "openshift=true", "kueue.profile=redhat"]),
+        ),
+        (
+            "manifests/static-certs",
+            ns,
+            [
+                set(&["certificates.source=static"]),
+                file("tlsCrt", "tls.crt").into(),
+                file("tlsKey", "tls.key").into(),
+                file("caBundle", "ca.crt").into(),
+            ]
+            .concat(),
+        ),
+        ("examples/another-namespace", "evals", vec![]),
+    ]
 }
 
 #[test]
-fn helm_lint_passes_for_every_certificate_source() {
-    let pair = static_pair();
-    let file = |value: &str, name: &str| format!("certificates.static.{value}={}", pair.join(name).display());
-    for values in [
-        vec![],
-        vec!["--set", "certificates.source=cert-manager"],
-        vec![
-            "--set",
-            "certificates.source=openshift-service-ca",
-            "--set",
-            "openshift=true",
-            "--set",
-            "kueue.profile=redhat",
-        ],
-        vec![
-            "--set",
-            "certificates.source=static",
-            "--set-file",
-            &file("tlsCrt", "tls.crt"),
-            "--set-file",
-            &file("tlsKey", "tls.key"),
-            "--set-file",
-            &file("caBundle", "ca.crt"),
-        ],
-    ] {
-        let args = [&["lint", "--strict", "charts/eval-admission"][..], &values].concat();
+fn helm_lint_passes_for_every_install() {
+    for (_, namespace, values) in installs() {
+        let args = [
+            &["lint", "--strict", "charts/eval-admission", "--namespace", namespace][..],
+            &values.iter().map(String::as_str).collect::<Vec<_>>(),
+        ]
+        .concat();
         run(&helm(), &args);
     }
     // A source the chart does not know is refused, naming the ones it does.
@@ -189,62 +191,12 @@ fn helm_lint_passes_for_every_certificate_source() {
 
 #[test]
 fn helm_template_renders_each_kustomize_install() {
-    let ns = "eval-admission-system";
-    assert_same("the default", &kustomize("manifests"), &chart(ns, &[]));
-    assert_same(
-        "cert-manager",
-        &kustomize("manifests/cert-manager"),
-        &chart(ns, &["--set", "certificates.source=cert-manager"]),
-    );
-    assert_same(
-        "openshift",
-        &kustomize("manifests/openshift"),
-        &chart(
-            ns,
-            &[
-                "--set",
-                "certificates.source=openshift-service-ca",
-                "--set",
-                "openshift=true",
-                "--set",
-                "kueue.profile=redhat",
-            ],
-        ),
-    );
-    let pair = static_pair();
-    let file = |value: &str, name: &str| format!("certificates.static.{value}={}", pair.join(name).display());
-    assert_same(
-        "static-certs",
-        &kustomize("manifests/static-certs"),
-        &chart(
-            ns,
-            &[
-                "--set",
-                "certificates.source=static",
-                "--set-file",
-                &file("tlsCrt", "tls.crt"),
-                "--set-file",
-                &file("tlsKey", "tls.key"),
-                "--set-file",
-                &file("caBundle", "ca.crt"),
-            ],
-        ),
-    );
-    assert_same("another namespace", &kustomize("examples/another-namespace"), &chart("evals", &[]));
+    for (folder, namespace, values) in installs() {
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        assert_same(folder, &kustomize(folder), &chart(namespace, &values));
+    }
+    let monitoring = ["serviceMonitor.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true"];
     let monitored = kustomize("manifests") + "\n---\n" + &kustomize("manifests/monitoring");
-    assert_same(
-        "with monitoring",
-        &monitored,
-        &chart(
-            ns,
-            &[
-                "--set",
-                "serviceMonitor.enabled=true",
-                "--set",
-                "prometheusRule.enabled=true",
-                "--set",
-                "grafanaDashboard.enabled=true",
-            ],
-        ),
-    );
+    let values: Vec<&str> = monitoring.iter().flat_map(|value| ["--set", value]).collect();
+    assert_same("with monitoring", &monitored, &chart("eval-admission-system", &values));
 }
