@@ -215,6 +215,12 @@ mod tests {
         current.trusted.push(expired.clone());
         assert_eq!(next(facts(Some(&current), &current.trusted), &settings()), Step::Prune);
         assert_eq!(pruned(&current.trusted, NOW), current.trusted[..1].to_vec());
+        // Exactly as many as are kept: nothing to prune (or it would be written every round).
+        let mut full = stored(NOW - DAY, NOW - DAY);
+        for _ in 1..MOST_TRUSTED {
+            full.trusted.push(stored(NOW - DAY, NOW - DAY).trusted.remove(0));
+        }
+        assert_eq!(next(facts(Some(&full), &full.trusted), &settings()), Step::Settled);
         let mut many = stored(NOW - DAY, NOW - DAY);
         for _ in 0..MOST_TRUSTED {
             many.trusted.push(stored(NOW - DAY, NOW - DAY).trusted.remove(0));
