@@ -3,8 +3,8 @@
 //! self-managed certificates, with no cert-manager running), two replicas
 //! behind the Service the API server reaches, beside the real Kueue and
 //! JobSet controllers. The last tests uninstall it and install again with
-//! each other certificate source (cert-manager, which they start, then a
-//! static pair).
+//! each other certificate source (cert-manager, which they start; the Helm
+//! chart; a static pair).
 //!
 //! Runs only through `make e2e-node` (hack/in-node-netns.sh), one test at a
 //! time, in name order: the forced rotation, the rollout, the replica loss
@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use common::control_plane::{ControlPlane, Kueue, condition_true, repo, tail};
+use common::control_plane::{ControlPlane, Kueue, build, built, condition_true, repo, tail};
 use common::kueue_objects::{cluster_queue, flavor, local_queue, namespace, unique, workload};
 use common::node::{
     CertManager, JobSetController, NODE_APISERVER_FLAGS, NODE_NETWORK, Node, ServingPod, http_body, poll_retrying,
@@ -125,9 +125,16 @@ fn uninstall(plane: &ControlPlane) -> Result<()> {
 /// Installs `kustomization` (a folder of the installed copy) on a clean
 /// cluster and waits for both replicas behind the Service.
 fn reinstall(env: &NodeEnvironment, kustomization: &str) -> Result<()> {
+    let folder = env.manifests.join(kustomization);
+    reinstall_with(env, || env.plane.run(&["apply", "-k", folder.to_str().context("path")?], None).map(drop))
+}
+
+/// Uninstalls, frees the node, runs `install` and waits for both replicas
+/// behind the Service.
+fn reinstall_with(env: &NodeEnvironment, install: impl FnOnce() -> Result<()>) -> Result<()> {
     uninstall(&env.plane)?;
     free_the_node(&env.plane)?;
-    env.plane.run(&["apply", "-k", env.manifests.join(kustomization).to_str().context("path")?], None)?;
+    install()?;
     wait_available(&env.plane, 2, Duration::from_secs(300))
 }
 
@@ -674,18 +681,17 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
 #[test]
 fn the_helm_chart_install_serves_with_its_own_certificates() {
     let env = environment();
-    uninstall(&env.plane).unwrap();
-    free_the_node(&env.plane).unwrap();
-    let helm =
-        common::control_plane::built(&common::control_plane::build("hack/build-helm.sh").unwrap(), "helm_bin").unwrap();
+    let helm = built(&build("hack/build-helm.sh").unwrap(), "helm_bin").unwrap();
     let kubeconfig = env.plane.kubeconfig.to_str().unwrap();
-    let install = std::process::Command::new(helm)
-        .args(["install", "eval-admission", repo("charts/eval-admission").to_str().unwrap()])
-        .args(["--namespace", INSTALL_NAMESPACE, "--create-namespace", "--kubeconfig", kubeconfig])
-        .output()
-        .unwrap();
-    assert!(install.status.success(), "helm install: {}", String::from_utf8_lossy(&install.stderr));
-    wait_available(&env.plane, 2, Duration::from_secs(300)).unwrap();
+    reinstall_with(env, || {
+        let install = std::process::Command::new(&helm)
+            .args(["install", "eval-admission", repo("charts/eval-admission").to_str().context("path")?])
+            .args(["--namespace", INSTALL_NAMESPACE, "--create-namespace", "--kubeconfig", kubeconfig])
+            .output()?;
+        ensure!(install.status.success(), "helm install: {}", String::from_utf8_lossy(&install.stderr));
+        Ok(())
+    })
+    .unwrap();
     let ns = queue_namespace(&env.plane, "1").unwrap();
     queued_by_the_webhook(env, &ns, &evaluation(&ns, "charted", &env.node.images.busybox, "100m", "true"));
 }
