@@ -545,6 +545,30 @@ fn read_certificate_reloads(plane: &ControlPlane) -> Result<u64> {
     read_counter_sum(plane, RELOADS)
 }
 
+/// Polls until the serving replicas have loaded `reloads` pairs between them.
+fn reloads_reach(plane: &ControlPlane, reloads: u64, what: &str, timeout: Duration) -> Result<()> {
+    let reached = || {
+        let now = counter_sum(plane, RELOADS)?;
+        ensure!(now >= reloads, "{now} reloads of the {reloads} waited for");
+        Ok(())
+    };
+    poll_retrying(what, timeout, Duration::from_secs(1), || Ok(()), reached)
+}
+
+/// Ok when every webhook of both configurations has `ca` (base64, as a
+/// Secret's `ca.crt` holds it) as its caBundle.
+fn webhooks_trust(plane: &ControlPlane, ca: &str) -> Result<()> {
+    for (kind, name) in [
+        ("mutatingwebhookconfiguration", "eval-admission-mutating"),
+        ("validatingwebhookconfiguration", "eval-admission-validating"),
+    ] {
+        let configuration: Value = serde_json::from_str(&plane.run(&["get", kind, name, "-o", "json"], None)?)?;
+        let hooks = configuration["webhooks"].as_array().with_context(|| format!("{name} has no webhooks"))?;
+        ensure!(hooks.iter().all(|w| w["clientConfig"]["caBundle"] == ca), "{name}'s caBundle is not {ca:.40}…");
+    }
+    Ok(())
+}
+
 /// The default install's certificates, rotated by force (its Secret deleted)
 /// while Jobs are created: a replica makes a new authority and pair, trusted
 /// beside the old one before any replica serves the new pair, so no create
@@ -566,18 +590,7 @@ async fn a_forced_rotation_of_the_self_managed_certificates_loses_no_create() {
         std::thread::sleep(Duration::from_secs(2));
         let plane = &environment().plane;
         plane.run(&["delete", "secret", "eval-admission-tls", "-n", INSTALL_NAMESPACE], None)?;
-        let both_serve_the_new_pair = || {
-            let now = counter_sum(plane, RELOADS)?;
-            ensure!(now >= before + 2, "{now} reloads, {before} before the rotation");
-            Ok(())
-        };
-        poll_retrying(
-            "both replicas to serve the new pair",
-            Duration::from_secs(120),
-            Duration::from_secs(1),
-            || Ok(()),
-            both_serve_the_new_pair,
-        )
+        reloads_reach(plane, before + 2, "both replicas to serve the new pair", Duration::from_secs(120))
     })
     .await
     .unwrap();
@@ -586,18 +599,7 @@ async fn a_forced_rotation_of_the_self_managed_certificates_loses_no_create() {
     assert!(failures.is_empty(), "{failures:#?}");
     let trusted = authorities().unwrap();
     assert_ne!(trusted, first, "a new authority");
-    for (kind, name) in [
-        ("mutatingwebhookconfiguration", "eval-admission-mutating"),
-        ("validatingwebhookconfiguration", "eval-admission-validating"),
-    ] {
-        let configuration: Value =
-            serde_json::from_str(&plane.run(&["get", kind, name, "-o", "json"], None).unwrap()).unwrap();
-        assert_eq!(
-            configuration["webhooks"][0]["clientConfig"]["caBundle"],
-            trusted.as_str(),
-            "{name} trusts the new and the old"
-        );
-    }
+    webhooks_trust(plane, &trusted).unwrap();
 }
 
 /// The cert-manager install, from nothing (cert-manager's controller and
@@ -615,19 +617,7 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
         let certificate = get(plane, "certificate", INSTALL_NAMESPACE, "eval-admission")?;
         ensure!(condition_true(&certificate, "Ready"), "the Certificate is not Ready: {}", certificate["status"]);
         let secret = get(plane, "secret", INSTALL_NAMESPACE, "eval-admission-tls")?;
-        let ca = secret["data"]["ca.crt"].as_str().context("no ca.crt in the Secret")?;
-        for (kind, name) in ["mutatingwebhookconfiguration", "validatingwebhookconfiguration"]
-            .iter()
-            .zip(["eval-admission-mutating", "eval-admission-validating"])
-        {
-            let configuration: Value = serde_json::from_str(&plane.run(&["get", kind, name, "-o", "json"], None)?)?;
-            let hooks = configuration["webhooks"].as_array().with_context(|| format!("{name} has no webhooks"))?;
-            ensure!(
-                hooks.iter().all(|w| w["clientConfig"]["caBundle"] == ca),
-                "{name}'s caBundle is not the issuing CA yet"
-            );
-        }
-        Ok(())
+        webhooks_trust(plane, secret["data"]["ca.crt"].as_str().context("no ca.crt in the Secret")?)
     };
     // cert-manager retries its CA Issuer with a growing backoff until the CA's
     // Secret exists: on a busy machine that can take minutes.
@@ -652,18 +642,7 @@ async fn the_cert_manager_install_renews_its_certificate_without_losing_a_create
     let (created, failures) = creates_during(&ns, &env.node.images.busybox, 1000, 8, pace, move || {
         // Both replicas have loaded a renewed pair, and once more.
         let plane = &environment().plane;
-        let renewed = || {
-            let now = counter_sum(plane, RELOADS)?;
-            ensure!(now >= before + 4, "{now} reloads, {before} before the renewals began");
-            Ok(())
-        };
-        poll_retrying(
-            "renewed certificates in both replicas",
-            Duration::from_secs(240),
-            Duration::from_secs(1),
-            || Ok(()),
-            renewed,
-        )
+        reloads_reach(plane, before + 4, "renewed certificates in both replicas", Duration::from_secs(240))
     })
     .await
     .unwrap();
