@@ -11,7 +11,7 @@ use std::process::Command;
 use serde::Deserialize as _;
 use serde_json::Value;
 
-use crate::common::control_plane::{build, built};
+use crate::common::control_plane::{build, built, static_certificates};
 use crate::common::repo;
 
 fn helm() -> PathBuf {
@@ -111,13 +111,6 @@ fn assert_same(what: &str, kustomized: &str, helm_rendered: &str) {
     }
 }
 
-/// The certificates the static-certs install reads (generated once, kept).
-fn static_pair() -> PathBuf {
-    let generated = Command::new(repo("certs/make-serving-cert.sh")).output().unwrap();
-    assert!(generated.status.success(), "{}", String::from_utf8_lossy(&generated.stderr));
-    repo("manifests/static-certs/generated")
-}
-
 #[test]
 fn the_charts_files_are_copies_of_the_manifests_and_its_version_the_crates() {
     let listed = std::fs::read_to_string(repo("charts/eval-admission/files.txt")).unwrap();
@@ -144,7 +137,7 @@ fn the_charts_files_are_copies_of_the_manifests_and_its_version_the_crates() {
 /// the same objects.
 fn installs() -> Vec<(&'static str, &'static str, Vec<String>)> {
     let set = |values: &[&str]| values.iter().flat_map(|value| ["--set".to_string(), value.to_string()]).collect();
-    let pair = static_pair();
+    let pair = static_certificates();
     let file = |value: &str, name: &str| {
         ["--set-file".into(), format!("certificates.static.{value}={}", pair.join(name).display())]
     };

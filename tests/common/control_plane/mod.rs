@@ -89,3 +89,15 @@ impl Network {
 pub fn repo(path: &str) -> PathBuf {
     testkit::repo(path)
 }
+
+/// The pair the static-certs install reads (manifests/static-certs/generated),
+/// made once per test process: tests that need it at the same time would
+/// otherwise run the script side by side on one folder.
+pub fn static_certificates() -> PathBuf {
+    static MADE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    MADE.get_or_init(|| {
+        let made = std::process::Command::new(repo("certs/make-serving-cert.sh")).output().unwrap();
+        assert!(made.status.success(), "make-serving-cert.sh: {}", String::from_utf8_lossy(&made.stderr));
+    });
+    repo("manifests/static-certs/generated")
+}
