@@ -397,11 +397,11 @@ fn read_secret(secret: &Secret) -> Stored {
         }
         _ => None,
     };
-    Stored {
-        trusted: text("ca.crt").map(|pem| pki::parse_certs(pem.as_bytes())).unwrap_or_default(),
-        authority_key: text("ca.key").filter(|key| !key.is_empty()),
-        serving,
-    }
+    let trusted = text("ca.crt").map(|pem| pki::parse_certs(pem.as_bytes())).unwrap_or_default();
+    // A key that is not the newest authority's is as good as none: the plan
+    // bootstraps instead of failing to sign every round.
+    let authority_key = text("ca.key").filter(|key| trusted.first().is_some_and(|newest| pki::is_key_of(newest, key)));
+    Stored { trusted, authority_key, serving }
 }
 
 fn secret_of(stored: &Stored) -> Secret {
@@ -453,6 +453,16 @@ mod tests {
         assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
         assert_eq!(read_secret(&secret), stored);
         assert_eq!(read_secret(&Secret::default()), Stored::default());
+    }
+
+    #[test]
+    fn a_secret_whose_key_is_another_authoritys_has_no_usable_authority() {
+        let (authority, _) = pki::new_authority(NOW, 86_400).unwrap();
+        let (_, other_key) = pki::new_authority(NOW, 86_400).unwrap();
+        let edited = secret_of(&Stored { trusted: vec![authority], authority_key: Some(other_key), serving: None });
+        let read = read_secret(&edited);
+        assert_eq!(read.authority_key, None);
+        assert!(!read.usable(NOW));
     }
 
     #[test]

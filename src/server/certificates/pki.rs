@@ -116,6 +116,15 @@ pub fn issue_serving(
     Ok((format!("{}{}", leaf.pem(), authority.pem), key.serialize_pem()))
 }
 
+/// Whether `key_pem` is `authority`'s private key: a Secret edited by hand
+/// may pair one authority's certificate with another's key, which could sign
+/// nothing its webhooks trust.
+pub fn is_key_of(authority: &Cert, key_pem: &str) -> bool {
+    let Ok(key) = KeyPair::from_pem(key_pem) else { return false };
+    let der = CertificateDer::from(authority.der.as_slice());
+    webpki::EndEntityCert::try_from(&der).is_ok_and(|cert| *cert.subject_public_key_info() == *key.public_key_der())
+}
+
 /// Whether `leaf` (DER) verifies, at `now`, as a serving certificate for
 /// every one of `names` against any of `authorities`.
 pub fn verifies(leaf: &[u8], authorities: &[Cert], names: &[String], now: i64) -> bool {
@@ -194,6 +203,15 @@ mod tests {
         let error = issue_serving(&authority, &wrong_key, &names(), NOW, 90 * DAY).unwrap_err();
         assert!(error.contains("does not verify"), "{error}");
         assert!(issue_serving(&authority, "not a key", &names(), NOW, 90 * DAY).is_err());
+    }
+
+    #[test]
+    fn only_an_authoritys_own_key_is_its_key() {
+        let (authority, key) = new_authority(NOW, 365 * DAY).unwrap();
+        let (_, other_key) = new_authority(NOW, 365 * DAY).unwrap();
+        assert!(is_key_of(&authority, &key));
+        assert!(!is_key_of(&authority, &other_key));
+        assert!(!is_key_of(&authority, "not a key"));
     }
 
     #[test]
