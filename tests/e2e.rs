@@ -778,6 +778,7 @@ fn two_audit_replicas_write_through_the_lease_holder_alone_and_hand_over_when_it
         (Some("first"), Some("BypassesKueue"))
     );
     assert_eq!(replica_gauge(&second, "audit_leader"), Some(0.0));
+    assert_eq!(replica_gauge(&second, "audit_enabled"), Some(1.0), "its absent leader would be alerted on");
     assert_eq!(replica_gauge(&second, "audit_rounds_total"), Some(0.0), "the other replica judges nothing");
 
     let killed = std::time::Instant::now();
@@ -864,6 +865,7 @@ fn self_managed_certificates_serve_from_nothing_and_a_forced_rotation_loses_no_c
     assert_eq!(cluster.get("job", &namespace, "first")["spec"]["suspend"], true);
     let bootstraps = || replicas.iter().map(|r| replica_sum(r, "tls_certificate_writes", &["bootstrap", "written"]));
     assert_eq!(bootstraps().map(Option::unwrap).sum::<f64>(), 1.0, "one replica made the first pair");
+    assert_eq!(replica_gauge(&replicas[0], "audit_enabled"), Some(0.0), "--audit-interval 0s: the audit alert is off");
 
     // Forced rotation: creates go on while the Secret is made again.
     cluster.ok(&["delete", "secret", "webhook-tls", "-n", &namespace], None);

@@ -177,6 +177,7 @@ pub struct Metrics {
     pub view_derived: Gauge,
     pub client_certificates_refused: Family<ClientRefusalLabels, Counter>,
     pub audit_findings: Family<FindingLabels, Gauge>,
+    pub audit_enabled: Gauge,
     pub audit_leader: Gauge,
     pub audit_evaluations: Gauge,
     pub audit_rounds: Counter,
@@ -317,6 +318,13 @@ impl Metrics {
              saw, by reason, enforcement and namespace (exported by the replica holding the audit lease)",
             audit_findings.clone(),
         );
+        let audit_enabled = Gauge::default();
+        registry.register(
+            "audit_enabled",
+            "1 on a replica that runs the audit (0 with --audit-interval 0s or no cluster): the audit alert's \
+             condition",
+            audit_enabled.clone(),
+        );
         let audit_leader = Gauge::default();
         registry.register("audit_leader", "1 on the replica that holds the audit lease", audit_leader.clone());
         let audit_evaluations = Gauge::default();
@@ -346,6 +354,7 @@ impl Metrics {
         Self {
             registry,
             audit_findings,
+            audit_enabled,
             audit_leader,
             audit_evaluations,
             audit_rounds,

@@ -86,6 +86,7 @@ pub async fn run(
     args: AuditArgs,
     shutdown: Shutdown,
 ) {
+    metrics.audit_enabled.set(1);
     let evaluations = Arc::new(Evaluations::default());
     let _watches = evaluations.watch(client.clone(), config.clone());
     let identity = args.audit_identity.clone().unwrap_or_else(default_identity);
