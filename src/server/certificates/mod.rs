@@ -451,7 +451,16 @@ mod tests {
         };
         let secret = secret_of(&stored);
         assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
+        let labels = secret.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get("app.kubernetes.io/managed-by").map(String::as_str), Some("eval-admission"));
         assert_eq!(read_secret(&secret), stored);
+        // Authorities kept with no pair yet: written as empty keys, read as no pair.
+        let unpaired = Stored { serving: None, ..stored };
+        assert_eq!(read_secret(&secret_of(&unpaired)), unpaired);
+        // A certificate without its key is no pair: it must be issued again, not kept.
+        let mut keyless = secret.clone();
+        keyless.data.as_mut().unwrap().insert("tls.key".into(), ByteString(Vec::new()));
+        assert_eq!(read_secret(&keyless).serving, None);
         assert_eq!(read_secret(&Secret::default()), Stored::default());
     }
 
